@@ -1,0 +1,33 @@
+# Two entry points: `make demo` (the main job) and `make test` (the whole suite + docs).
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+
+.PHONY: demo test docs bench validation clean
+
+$(VENV)/.stamp-base: setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e .
+	touch $@
+
+$(VENV)/.stamp-test: $(VENV)/.stamp-base
+	$(PIP) install -q -e ".[test,docs]"
+	touch $@
+
+demo: $(VENV)/.stamp-base
+	$(PY) -m ozaki
+
+test: $(VENV)/.stamp-test
+	$(PY) -m pytest -q
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+
+docs: $(VENV)/.stamp-test
+	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
+
+bench: $(VENV)/.stamp-test
+	$(PY) -m pytest benchmarks --benchmark-enable --benchmark-min-rounds=3 -p no:cacheprovider
+
+clean:
+	rm -rf $(VENV) docs/_build build *.egg-info

@@ -1,0 +1,1 @@
+"""FFTs through emulated GEMMs (work in progress)."""

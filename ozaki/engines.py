@@ -1,0 +1,203 @@
+"""Exact integer matrix products: the engines behind the modular GEMMs.
+
+An engine multiplies integer-valued matrices **exactly**. Exactness is a proof
+obligation on the sum of absolute values of the terms, so it holds in any order
+and any blocking: the caller guarantees ``|x| <= operand_max`` for every operand
+and ``sum_l |x_il| |y_lj| <= 2**53``; the engine blocks over ``k`` so that its own
+accumulator never exceeds its exact range, and adds the blocks in FP64 (exact,
+by the caller's bound).
+
+==============  =====================================  ==========================
+engine          operands and accumulator               exact block
+==============  =====================================  ==========================
+``cpu-blas``    FP64 (``|x| <= 2**26``), FP64 BLAS       ``sum |x||y| <= 2**53``
+``cpu-fp8``     FP8 E4M3 (integers ``|x| <= 16``),      ``sum |x||y| <= 2**24``
+                FP32 accumulation (tensor-core model)   (65536 products of 256)
+``cpu-int8``    INT8, INT32 accumulation                ``sum |x||y| <= 2**31 - 1``
+==============  =====================================  ==========================
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["Engine", "BlasEngine", "FP8Engine", "Int8Engine", "get_engine",
+           "available_engines", "ENGINES"]
+
+
+class Engine:
+    """Base class: an exact integer GEMM with a given operand range and accumulator.
+
+    Parameters
+    ----------
+    max_kblock : int, optional
+        Upper limit on the number of products accumulated per block, below the
+        engine's own exactness limit (results do not depend on it; tests use it).
+    """
+
+    name: str = ""
+    #: Largest integer magnitude an operand may have.
+    operand_max: int = 0
+    #: Largest sum of |products| the accumulator holds exactly.
+    accumulator_max: int = 0
+    #: Schemes whose operands (residues or FP8 digits) this engine takes.
+    schemes: tuple[str, ...] = ()
+
+    def __init__(self, max_kblock: int | None = None):
+        if max_kblock is not None and (not isinstance(max_kblock, (int, np.integer))
+                                       or max_kblock < 1):
+            raise ValueError(f"max_kblock must be a positive integer, got {max_kblock!r}")
+        self.max_kblock = None if max_kblock is None else int(max_kblock)
+
+    def __repr__(self) -> str:
+        extra = "" if self.max_kblock is None else f"max_kblock={self.max_kblock}"
+        return f"{type(self).__name__}({extra})"
+
+    def available(self) -> bool:
+        """Whether the engine runs on this machine."""
+        return True
+
+    def kblock(self, amax: int, bmax: int) -> int:
+        """Products per block that keep ``sum |x||y|`` within the accumulator."""
+        kb = max(1, self.accumulator_max // max(1, amax * bmax))
+        return kb if self.max_kblock is None else min(kb, self.max_kblock)
+
+    def matmul(self, X: np.ndarray, Y: np.ndarray, amax: int, bmax: int,
+               out: np.ndarray | None = None) -> np.ndarray:
+        """Exact ``X @ Y`` for integer-valued FP64 ``X`` (m, k), ``Y`` (k, n).
+
+        ``amax``, ``bmax`` bound ``|X|`` and ``|Y|``; the caller guarantees
+        ``k * amax * bmax <= 2**53`` (or a tighter data-dependent bound).
+        Returns FP64 (m, n), written into ``out`` when given.
+        """
+        if amax > self.operand_max or bmax > self.operand_max:
+            raise ValueError(f"engine {self.name!r} takes operands up to "
+                             f"{self.operand_max}, got {max(amax, bmax)}")
+        k = X.shape[1]
+        kb = self.kblock(amax, bmax)
+        if out is None:
+            out = np.empty((X.shape[0], Y.shape[1]))
+        if k <= kb:
+            self._block(X, Y, out)
+            return out
+        part = np.empty_like(out)
+        for start in range(0, k, kb):
+            blk = slice(start, min(k, start + kb))
+            self._block(X[:, blk], Y[blk, :], part if start else out)
+            if start:
+                out += part  # exact: the caller's bound covers the whole sum
+        return out
+
+    def _block(self, X, Y, out):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class BlasEngine(Engine):
+    """FP64 BLAS (numpy's ``matmul``): exact while partial sums stay below ``2**53``.
+
+    Any order of accumulation, FMA or not, is exact because every partial sum of
+    integers bounded by ``sum |x||y| <= 2**53`` is an integer FP64 represents.
+    """
+
+    name = "cpu-blas"
+    operand_max = 2 ** 26
+    accumulator_max = 2 ** 53
+    schemes = ("int8", "fp8", "fp64")
+
+    def _block(self, X, Y, out):
+        np.matmul(X, Y, out=out)
+
+
+class FP8Engine(Engine):
+    """Faithful model of an FP8 tensor core with a true FP32 accumulator.
+
+    Operands are converted to ``float8_e4m3fn`` and back, and the conversion is
+    checked lossless; products of E4M3 integers are exact in FP32 and blocks of
+    at most ``2**24 / (amax bmax)`` products (65536 for digits up to 16)
+    accumulate exactly in FP32 (SGEMM: any order, FMA or not).
+    """
+
+    name = "cpu-fp8"
+    operand_max = 16
+    accumulator_max = 2 ** 24
+    schemes = ("fp8",)
+
+    def available(self) -> bool:
+        try:
+            import ml_dtypes  # noqa: F401
+        except ImportError:  # pragma: no cover - declared dependency
+            return False
+        return True
+
+    @staticmethod
+    def _to_fp8(X):
+        import ml_dtypes
+        q = X.astype(ml_dtypes.float8_e4m3fn)
+        back = q.astype(np.float32)
+        if not np.array_equal(back, X):
+            raise ValueError("operand is not exactly representable in float8_e4m3fn")
+        return back
+
+    def _block(self, X, Y, out):
+        out[...] = np.matmul(self._to_fp8(X), self._to_fp8(Y), dtype=np.float32)
+
+
+class Int8Engine(Engine):
+    """INT8 operands with INT32 accumulation (numpy integer matmul; slow, for tests).
+
+    Blocks hold at most ``(2**31 - 1) / (amax bmax)`` products (131071 for
+    residues up to 128), so the INT32 sums never wrap.
+    """
+
+    name = "cpu-int8"
+    operand_max = 128
+    accumulator_max = 2 ** 31 - 1
+    schemes = ("int8", "fp8")
+
+    @staticmethod
+    def _to_int8(X):
+        if X.size and (X.min() < -128 or X.max() > 127):
+            raise ValueError("operand outside the int8 range [-128, 127]")
+        q = X.astype(np.int8)
+        if not np.array_equal(q, X):
+            raise ValueError("operand is not integer-valued")
+        return q.astype(np.int32)
+
+    def _block(self, X, Y, out):
+        out[...] = np.matmul(self._to_int8(X), self._to_int8(Y), dtype=np.int32)
+
+
+ENGINES: dict[str, type[Engine]] = {
+    cls.name: cls for cls in (BlasEngine, FP8Engine, Int8Engine)
+}
+
+
+def available_engines() -> list[str]:
+    """Names of the engines usable on this machine.
+
+    Examples
+    --------
+    >>> import ozaki
+    >>> "cpu-blas" in ozaki.available_engines()
+    True
+    """
+    return [name for name, cls in ENGINES.items() if cls().available()]
+
+
+def get_engine(engine: str | Engine | None, scheme: str) -> Engine:
+    """Resolve ``engine`` (a name, an :class:`Engine`, or ``None``/``"auto"``)."""
+    if engine is None or (isinstance(engine, str) and engine == "auto"):
+        return BlasEngine()
+    if isinstance(engine, Engine):
+        eng = engine
+    elif isinstance(engine, str) and engine in ENGINES:
+        eng = ENGINES[engine]()
+    else:
+        raise ValueError(f"engine must be one of {sorted(ENGINES)}, 'auto' or an "
+                         f"ozaki.engines.Engine, got {engine!r}")
+    if not eng.available():
+        raise ValueError(f"engine {eng.name!r} is not available on this machine")
+    if scheme not in eng.schemes:
+        raise ValueError(f"engine {eng.name!r} does not run scheme {scheme!r} "
+                         f"(it runs {', '.join(eng.schemes)})")
+    return eng

@@ -1,0 +1,362 @@
+"""Fused O(n^2) passes of the scheme, compiled with numba.
+
+Every kernel is exact or rounds once, documented per function:
+
+* operands are read as their IEEE bit patterns (int64 views), so scaling by a
+  power of two, truncation and residues are integer operations: no libm call,
+  no ``frexp`` of a rounded value, and subnormal inputs are handled exactly;
+* parallel loops run over rows (``prange``) and each output element is produced
+  by one thread in a fixed order: results do not depend on the thread count;
+* no ``fastmath``: numba does not contract ``a*b + c`` into an FMA without it, so
+  the FMA policy is "none anywhere" (DESIGN.md, step 4);
+* rounding to an integer uses the ``1.5 * 2**52`` constant, exact for
+  ``|x| <= 2**51`` and identical on every IEEE machine.
+
+The operand kernels work on C-ordered 2-D bit arrays ``X`` whose entries are
+scaled by ``2**(srow[i] + scol[j])``: the row shifts of ``A`` are passed as
+``srow`` (``scol`` zero) and the column shifts of ``B`` as ``scol``.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numba as nb
+import numpy as np
+
+_CACHE = True
+
+#: numba's default threading layer may not be entered from two Python threads
+#: at once: callers hold this lock around kernel calls (BLAS runs outside it).
+LOCK = threading.RLock()
+_MAGIC = 6755399441055744.0  # 1.5 * 2**52
+_TWO26 = 67108864.0
+_TWO_M26 = 1.0 / 67108864.0
+_MANT = 0xFFFFFFFFFFFFF
+_HIDDEN = 1 << 52
+
+#: ``POW2[e + 1022] == 2.0**e`` for every normal exponent ``e`` in [-1022, 1023].
+POW2 = np.array([2.0 ** e for e in range(-1022, 1024)])
+
+
+@nb.njit(inline="always")
+def _rint(x):
+    """Round to nearest (ties to even); exact for ``|x| <= 2**51``."""
+    return (x + _MAGIC) - _MAGIC
+
+
+@nb.njit(inline="always")
+def smod(y, p, pinv, c26):
+    """Symmetric residue of the integer-valued float ``y`` (``|y| <= 2**53``).
+
+    Returns ``r == y (mod p)`` with ``-floor(p/2) <= r <= ceil(p/2) - 1``.
+    Exactness: ``y = yh 2**26 + yl`` exactly with ``|yh| <= 2**27``,
+    ``|yl| <= 2**25``; each quotient times ``p`` stays below ``2**45``
+    (``p < 2**22``), so every product and difference is an exact integer, and
+    the rounded quotient is off by at most one, fixed by one correction.
+    ``c26`` is ``2**26 mod p``.
+    """
+    yh = _rint(y * _TWO_M26)
+    yl = y - yh * _TWO26
+    t = yh - p * _rint(yh * pinv)
+    z = t * c26 + yl
+    r = z - p * _rint(z * pinv)
+    hi = np.floor((p - 1.0) * 0.5)
+    if r > hi:
+        r -= p
+    elif r < hi - p + 1.0:
+        r += p
+    return r
+
+
+@nb.njit(inline="always")
+def _unpack(x):
+    """Bits ``x`` of a finite double -> (mantissa, exponent): ``|v| = mant * 2**ex``."""
+    ex = (x >> 52) & 0x7FF
+    mant = x & _MANT
+    if ex > 0:
+        mant |= _HIDDEN
+        return mant, ex - 1075
+    return mant, -1074
+
+
+@nb.njit(inline="always")
+def _truncated(mant, E):
+    """``trunc(mant * 2**E)`` for ``E < 0`` (``mant < 2**53``), exact."""
+    if E <= -53:
+        return 0
+    return mant >> (-E)
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def absmax_bits(X, axis):
+    """Largest ``|x|`` bits over finite entries along rows (axis 0) or columns (1).
+
+    Returns ``(maxbits, nonfinite)``: the int64 bit pattern of the largest
+    finite magnitude (0 if none) and a flag for any Inf or NaN.
+    """
+    m, k = X.shape
+    n_out = m if axis == 0 else k
+    best = np.zeros(n_out, np.int64)
+    bad = np.zeros(n_out, np.bool_)
+    if axis == 0:
+        for i in nb.prange(m):
+            b = 0
+            f = False
+            for j in range(k):
+                a = X[i, j] & 0x7FFFFFFFFFFFFFFF
+                if a >= 0x7FF0000000000000:
+                    f = True
+                elif a > b:
+                    b = a
+            best[i] = b
+            bad[i] = f
+    else:
+        nchunks = (k + 255) // 256
+        for c in nb.prange(nchunks):
+            j0 = c * 256
+            j1 = min(k, j0 + 256)
+            for i in range(m):
+                for j in range(j0, j1):
+                    a = X[i, j] & 0x7FFFFFFFFFFFFFFF
+                    if a >= 0x7FF0000000000000:
+                        bad[j] = True
+                    elif a > best[j]:
+                        best[j] = a
+    return best, bad
+
+
+@nb.njit(inline="always")
+def smod_short(y, p, pinv):
+    """Symmetric residue of the integer-valued float ``y`` with ``|y| <= 2**52``.
+
+    ``q = rint(y / p)`` is off by at most one; ``|q p| < 2**53`` so ``y - q p``
+    is exact, and one correction brings it into range.
+    """
+    r = y - p * _rint(y * pinv)
+    hi = np.floor((p - 1.0) * 0.5)
+    if r > hi:
+        r -= p
+    elif r < hi - p + 1.0:
+        r += p
+    return r
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def residues(X, srow, scol, p, pinv, pow2mod, out):
+    """``out[i, j] = smod(trunc(x_ij * 2**(srow[i] + scol[j])), p)``, exactly.
+
+    The scaled value is ``mant * 2**E``. Its truncation is ``m * 2**E'`` with
+    ``m = mant >> max(-E, 0)`` (exact integer shift) and ``E' = max(E, 0)``.
+    Splitting ``m = mh 2**26 + ml`` (``mh < 2**27``, ``ml < 2**26``),
+    ``m 2**E' == mh (2**(E'+26) mod p) + ml (2**E' mod p)  (mod p)``, a sum below
+    ``2**49.1`` for ``p < 2**21.6``: one short reduction, no branch on the data,
+    so the loop vectorises. Non-finite entries give 0 (their semantics are
+    applied separately). ``pow2mod[e] == 2**e mod p`` must cover ``E' + 26``.
+    """
+    m, k = X.shape
+    hi = np.floor((p - 1.0) * 0.5)
+    for i in nb.prange(m):
+        si = srow[i]
+        for j in range(k):
+            x = X[i, j]
+            ex = (x >> 52) & 0x7FF
+            mant = x & _MANT
+            if ex == 0x7FF:
+                mant = 0
+            if ex > 0:
+                mant |= _HIDDEN
+            E = max(ex, 1) - 1075 + si + scol[j]
+            mt = mant >> min(max(-E, 0), 63)
+            Ep = max(E, 0)
+            y = float(mt >> 26) * pow2mod[Ep + 26] + float(mt & 0x3FFFFFF) * pow2mod[Ep]
+            r = smod_short(y, p, pinv)
+            if x < 0:
+                r = -r
+                if r > hi:
+                    r -= p
+            out[i, j] = r
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def quantize_up(X, srow, scol, out):
+    """``out[i, j] = ceil(|x_ij| * 2**(srow[i] + scol[j]))`` exactly (non-finite -> 0).
+
+    The caller picks the shifts so that every result is at most ``2**20``.
+    Ceiling of ``mant * 2**E`` for ``E < 0`` is the integer ``((mant - 1) >> -E) + 1``.
+    """
+    m, k = X.shape
+    for i in nb.prange(m):
+        si = srow[i]
+        for j in range(k):
+            x = X[i, j]
+            if (x & 0x7FF0000000000000) == 0x7FF0000000000000:
+                out[i, j] = 0.0
+                continue
+            mant, ex = _unpack(x)
+            if mant == 0:
+                out[i, j] = 0.0
+                continue
+            E = ex + si + scol[j]
+            if E >= 0:
+                out[i, j] = float(mant << E)
+            elif E <= -53:
+                out[i, j] = 1.0
+            else:
+                out[i, j] = float(((mant - 1) >> (-E)) + 1)
+
+
+@nb.njit(inline="always")
+def _normalized_sq(x, E):
+    """``(|x| * 2**-E)**2`` for the row exponent ``E`` (``|x| < 2**E``); 0 below 2**-500."""
+    mant, ex = _unpack(x)
+    d = ex - E
+    if d < -553:
+        return 0.0
+    v = float(mant) * POW2[d + 1022] if d >= -1022 else 0.0
+    return v * v
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def sumsq_normalized(X, E, axis):
+    """Sum of ``(x * 2**-E)**2`` along rows (axis 0) or columns (axis 1).
+
+    ``E`` holds one exponent per row (or column). Sums run in index order, one
+    thread per row or column chunk, so the result does not depend on the thread
+    count. Non-finite entries are skipped. Terms below ``2**-1000`` are dropped:
+    the caller adds ``k * 2**-1000`` to keep an upper bound.
+    """
+    m, k = X.shape
+    if axis == 0:
+        out = np.zeros(m)
+        for i in nb.prange(m):
+            s = 0.0
+            for j in range(k):
+                x = X[i, j]
+                if (x & 0x7FF0000000000000) != 0x7FF0000000000000:
+                    s += _normalized_sq(x, E[i])
+            out[i] = s
+    else:
+        out = np.zeros(k)
+        nchunks = (k + 255) // 256
+        for c in nb.prange(nchunks):
+            j0 = c * 256
+            j1 = min(k, j0 + 256)
+            for i in range(m):
+                for j in range(j0, j1):
+                    x = X[i, j]
+                    if (x & 0x7FF0000000000000) != 0x7FF0000000000000:
+                        out[j] += _normalized_sq(x, E[j])
+    return out
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def reduce_into(acc, prod, p, pinv, c26, first):
+    """``acc (+)= smod(prod, p)``: combine k-blocks of a modular product.
+
+    ``|prod| <= 2**53`` (an exact block product); ``acc`` grows by at most
+    ``p / 2`` per block, far from ``2**53`` for any feasible number of blocks.
+    """
+    m, n = prod.shape
+    for i in nb.prange(m):
+        for j in range(n):
+            r = smod(prod[i, j], p, pinv, c26)
+            if first:
+                acc[i, j] = r
+            else:
+                acc[i, j] += r
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def store_residues(prod, p, pinv, c26, out):
+    """``out = smod(prod, p)``: the modular product, stored in a small integer type.
+
+    ``|prod| <= 2**53`` (an exact product, or a sum of reduced k-blocks); the
+    symmetric residue fits ``out``'s dtype (int8 for ``p <= 256``, int16 for
+    ``p <= 65536``, int32 otherwise) exactly.
+    """
+    m, n = prod.shape
+    for i in nb.prange(m):
+        for j in range(n):
+            out[i, j] = smod(prod[i, j], p, pinv, c26)
+
+
+@nb.njit(inline="always")
+def ldexp(y, e):
+    """``y * 2**e`` rounded once, for integer-valued ``|y| < 2**960``.
+
+    One multiplication by a normal power of two when ``e`` is in range; for
+    ``e < -1022`` the first step ``y * 2**-1022`` is exact (``|y| >= 1``) and the
+    second rounds once; below ``e = -2044`` the result is 0 (``|y| < 2**960``).
+    For ``e > 1023`` a nonzero ``y`` overflows.
+    """
+    if e >= -1022:
+        if e <= 1023:
+            return y * POW2[e + 1022]
+        return y * POW2[2045] * POW2[2045]
+    if e >= -2044:
+        return (y * POW2[0]) * POW2[e + 2044]
+    return (y * POW2[0]) * POW2[0]
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def reconstruct(R, W, p_levels, p_inv, srow, scol, out):
+    """CRT: ``out[i, j] = (C'_ij, symmetric mod P) * 2**-(srow[i] + scol[j])``.
+
+    ``R`` (N, m, n) holds the residues ``C_t`` of the N modular products and
+    ``W`` (N, L) the exact level parts of the CRT weights. Per entry, in
+    registers and in a fixed order: ``S_l = sum_t W[t, l] C_t`` (exact, see
+    :mod:`ozaki.moduli`), ``q = rint(sum_l S_l / P)`` (exact thanks to the range
+    margin), ``D_l = S_l - q P_l`` (exact), and ``sum_l D_l`` accumulated with
+    error-free TwoSum: for two levels the result is ``C'`` rounded once, for more
+    within half an ulp plus ``2**-104`` relative. The power-of-two scaling
+    rounds once more only when the result is subnormal.
+    """
+    N, L = W.shape
+    m, n = out.shape
+    for i in nb.prange(m):
+        si = srow[i]
+        S = np.zeros((L, n))  # one row of level sums: contiguous, vectorised loops
+        for t in range(N):
+            for lv in range(L):
+                w = W[t, lv]
+                for j in range(n):
+                    S[lv, j] += w * float(R[t, i, j])
+        # The same arithmetic per entry, written as loops over j (vectorised).
+        q = np.zeros(n)
+        for lv in range(L):
+            for j in range(n):
+                q[j] += S[lv, j] * p_inv
+        hi = np.empty(n)
+        lo = np.zeros(n)
+        for j in range(n):
+            q[j] = _rint(q[j])
+            hi[j] = S[0, j] - q[j] * p_levels[0]
+        for lv in range(1, L):
+            pl = p_levels[lv]
+            for j in range(n):
+                d = S[lv, j] - q[j] * pl
+                s = hi[j] + d
+                bb = s - hi[j]
+                lo[j] += (hi[j] - (s - bb)) + (d - bb)
+                hi[j] = s
+        for j in range(n):
+            out[i, j] = ldexp(hi[j] + lo[j], -(si + scol[j]))
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def scaled_colmax(M, sigma):
+    """``max_i M[i, j] * 2**sigma[i]`` per column (``M >= 0``); exact (power-of-two scaling)."""
+    m, n = M.shape
+    out = np.zeros(n)
+    nchunks = (n + 255) // 256
+    for c in nb.prange(nchunks):
+        j0 = c * 256
+        j1 = min(n, j0 + 256)
+        for i in range(m):
+            f = POW2[sigma[i] + 1022]
+            for j in range(j0, j1):
+                v = M[i, j] * f
+                if v > out[j]:
+                    out[j] = v
+    return out

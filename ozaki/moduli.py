@@ -1,0 +1,218 @@
+"""Moduli tables and the constants of the Chinese Remainder reconstruction.
+
+Changing a table changes every result bit, so the tables are versioned:
+bitwise reproducibility holds per :data:`MODULI_VERSION`.
+
+Schemes
+-------
+``int8``
+    Residues in int8 (symmetric, ``[-floor(p/2), ceil(p/2) - 1]``), one GEMM per
+    modulus. ``|r| <= 128`` so a product is at most ``2**14``.
+``fp8``
+    Square moduli ``s**2`` and moduli ``p <= 511``; each residue is encoded as
+    FP8 E4M3 *digits* (integers in ``[-16, 16]``), three GEMMs per modulus
+    (see :mod:`ozaki.products`).
+``fp64``
+    The largest primes ``p`` with ``4096 * ((p - 1) / 2)**2 <= 2**53``: a k-block
+    of 4096 products of residues accumulates exactly on FP64 BLAS.
+
+Reconstruction constants
+------------------------
+``w_i = (P / p_i) * ((P / p_i)**-1 mod p_i)``, brought into ``(-P/2, P/2]``, is
+split into ``L`` *levels* on common grids: ``w_i = sum_l w_il + d_i`` with
+``w_il`` a multiple of ``2**g_l`` and ``|w_il| / 2**g_l <= 2**(b-1)``;
+``P`` is split the same way. With ``rho = sum_i floor(p_i / 2)`` and
+``b = 53 - ceil(log2(rho + 1))``, every partial sum of
+``sum_i w_il C_i - q P_l`` (``|C_i| <= floor(p_i/2)``, ``|q| <= rho/2 + 1``) is
+bounded by ``2**(b-1) rho + (rho/2 + 1) 2**b <= (rho + 1) 2**b <= 2**53`` grid
+units, hence exact in FP64 in any order. The dropped tails ``d_i`` perturb ``C'`` by at most
+``rho 2**g_L = rho P 2**-(L b)``. The truncation of ``A`` and ``B`` to integers
+already errs by up to ``sqrt(k P / 2)`` integer units (their shifts split
+``log2 P`` between them), so ``L`` is the least count with
+``L b - log2(rho) >= max(64, log2(P) / 2 + 7)``: the tails stay two orders of
+magnitude below the truncation error even at ``k = 1``, and below ``2**-63 P``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+__all__ = ["MODULI_VERSION", "MODULI", "SCHEMES", "CRTPlan", "crt_plan", "fp64_kblock"]
+
+MODULI_VERSION = 1
+
+#: k-block for which the fp64 scheme's primes are sized.
+_FP64_KBLOCK = 4096
+
+MODULI: dict[str, tuple[int, ...]] = {
+    "int8": (256, 255, 253, 251, 247, 241, 239, 233, 229, 227,
+             223, 217, 211, 199, 197, 193, 191, 181, 179, 173),
+    "fp8": (33 ** 2, 32 ** 2, 31 ** 2, 29 ** 2, 25 ** 2, 23 ** 2,
+            511, 509, 503, 499, 491, 487, 481, 479, 467, 463, 461, 457, 449, 443),
+    # Largest primes p with 4096 * ((p - 1) / 2)**2 <= 2**53 (checked by the tests).
+    "fp64": (2965819, 2965811, 2965799, 2965793, 2965783, 2965777, 2965763,
+             2965757, 2965733, 2965717, 2965693, 2965687, 2965681, 2965631,
+             2965609, 2965603, 2965601, 2965591, 2965579, 2965561),
+}
+
+SCHEMES = ("int8", "fp8", "fp64")
+
+#: Smallest number of moduli a plan accepts (one modulus cannot hold a product).
+MIN_MODULI = 2
+
+#: Relative margin of the CRT range: shifts keep ``|A'B'| <= P (1 - ETA) / 2``
+#: so the quotient estimate (error below ``rho * 2**-51``, ``rho < 2**26``) never
+#: rounds the wrong way. It costs ``2**-20`` of a bit.
+ETA = 2.0 ** -20
+
+
+def fp64_kblock() -> int:
+    """k-block (number of products) for which the fp64 primes are exact on FP64 BLAS."""
+    return _FP64_KBLOCK
+
+
+def half_range(p: int) -> tuple[int, int]:
+    """Symmetric residue range ``[-floor(p/2), ceil(p/2) - 1]`` as ``(lo, hi)``."""
+    return -(p // 2), (p - 1) // 2
+
+
+def _split_levels(x: int, g_top: int, b: int, levels: int) -> tuple[list[int], int]:
+    """Split integer ``x`` into ``levels`` parts on grids ``2**(g_top - l b)``.
+
+    Each part is ``round(rest / 2**g) * 2**g`` (nearest), so its grid integer has
+    magnitude at most ``2**(b-1)`` once ``|x| <= 2**(g_top + b - 1)``; returns the
+    parts and the dropped remainder.
+    """
+    parts = []
+    rest = x
+    for level in range(levels):
+        g = g_top - level * b
+        if g >= 0:
+            q = (2 * rest + (1 << g)) >> (g + 1)  # floor(rest / 2**g + 1/2)
+            part = q << g
+        else:
+            part = rest
+        parts.append(part)
+        rest -= part
+    return parts, rest
+
+
+@dataclass(frozen=True)
+class CRTPlan:
+    """Constants of one (scheme, number of moduli) pair.
+
+    Attributes
+    ----------
+    scheme : str
+    moduli : tuple of int
+    P : int
+        Product of the moduli.
+    H : float
+        ``floor(P (1 - ETA) / 2)`` rounded down to FP64: the bound that the
+        scaled product ``|A'B'|`` must respect.
+    rho : int
+        ``sum_i floor(p_i / 2)``.
+    bits_per_level : int
+        ``b = 53 - ceil(log2(rho + 1))``.
+    weights : ndarray, shape (num_moduli, levels)
+        FP64 level parts ``w_il`` (exact).
+    p_levels : ndarray, shape (levels,)
+        FP64 level parts of ``P`` (exact).
+    p_inv : float
+        ``fl(1 / P)``.
+    tail : float
+        Upper bound of ``|C'_computed - C'|`` from the dropped level tails, in
+        integer units of the scaled product.
+    """
+
+    scheme: str
+    moduli: tuple[int, ...]
+    P: int
+    H: float
+    rho: int
+    bits_per_level: int
+    weights: np.ndarray
+    p_levels: np.ndarray
+    p_inv: float
+    tail: float
+
+    @property
+    def num_moduli(self) -> int:
+        return len(self.moduli)
+
+    @property
+    def levels(self) -> int:
+        return self.weights.shape[1]
+
+    @property
+    def log2_P(self) -> float:
+        return math.log2(self.P)
+
+
+def max_moduli(scheme: str) -> int:
+    """Largest number of moduli the scheme's table holds."""
+    return len(MODULI[scheme])
+
+
+@lru_cache(maxsize=None)
+def crt_plan(scheme: str, num_moduli: int) -> CRTPlan:
+    """Build (once) the reconstruction constants for ``num_moduli`` moduli of ``scheme``."""
+    moduli = MODULI[scheme][:num_moduli]
+    P = math.prod(moduli)
+    rho = sum(p // 2 for p in moduli)
+    b = 53 - math.ceil(math.log2(rho + 1))
+    levels = 1
+    while levels * b - math.log2(rho) < max(64.0, math.log2(P) / 2 + 7):
+        levels += 1
+    # Top grid: P <= 2**(g_top + b), so |w_i| <= P/2 <= 2**(g_top + b - 1).
+    g_top = P.bit_length() - b
+    weights = np.empty((num_moduli, levels))
+    tail = 0
+    for i, p in enumerate(moduli):
+        Mi = P // p
+        w = (Mi * pow(Mi, -1, p)) % P
+        if w > P // 2:
+            w -= P
+        parts, rest = _split_levels(w, g_top, b, levels)
+        weights[i] = [float(x) for x in parts]
+        if any(float(x) != x for x in parts):
+            raise AssertionError("a CRT level part is not exact in FP64")
+        tail += abs(rest) * (p // 2)
+    p_parts, p_rest = _split_levels(P, g_top, b, levels)
+    p_levels = np.array([float(x) for x in p_parts])
+    tail += abs(p_rest) * (rho // 2 + 1)
+    # The quotient estimate sum_l fl(S_l / P) errs by at most ~rho * 2**-51 (the
+    # |S_l / P| are below rho); the margin ETA / 2 must exceed it.
+    if rho * 2.0 ** -49 >= ETA / 2:
+        raise AssertionError("moduli too large for the CRT margin")
+    H = math.floor(P * (1 - ETA) / 2)
+    Hf = float(H)
+    if Hf > H:  # round down: the bound must stay safe
+        Hf = math.nextafter(Hf, 0.0)
+    return CRTPlan(scheme, moduli, P, Hf, rho, b, weights, p_levels,
+                   1.0 / P, float(tail))
+
+
+# Bits of P that keep the componentwise error within 2x native FP64 at phi <= 1,
+# measured with this library (m = n = 16, exact references): at k <= 4096 the
+# counts are int8 16, fp8 13, fp64 6 (15, 12 and 5 fail); at k = 65536 fp8 needs
+# 14 while int8 16 and fp64 6 still pass. Each doubling of k beyond 4096 adds
+# 0.75 bit to the target. The tests re-measure this at k up to 2**17.
+_AUTO_BITS = {"int8": 122.0, "fp8": 120.0, "fp64": 120.0}
+_AUTO_BITS_PER_DOUBLING = 0.75
+
+
+def auto_num_moduli(scheme: str, k: int) -> int:
+    """Moduli count for ``num_moduli="auto"``: the least count whose ``log2 P``
+    reaches the scheme's FP64-grade target at inner dimension ``k``."""
+    target = _AUTO_BITS[scheme] + _AUTO_BITS_PER_DOUBLING * max(0.0, math.log2(max(k, 1)) - 12.0)
+    bits = 0.0
+    for n, p in enumerate(MODULI[scheme], start=1):
+        bits += math.log2(p)
+        if n >= MIN_MODULI and bits >= target:
+            return n
+    return len(MODULI[scheme])

@@ -1,0 +1,112 @@
+"""Step 1 of the scheme: power-of-two shifts that turn A and B into integers.
+
+``A' = trunc(diag(2**s) A)`` and ``B' = trunc(B diag(2**t))`` must satisfy
+``|A'B'| <= H`` entrywise (``H = floor(P (1 - eta) / 2)``, :mod:`ozaki.moduli`)
+so that the CRT recovers ``A'B'`` from its residues. Every decision below uses
+exact operations only: exponents read from bit patterns, integer maxima,
+``frexp`` of exactly known values, comparisons with ``H`` (rounded down).
+
+*accurate*: an exact small-integer GEMM bounds ``|A||B|``. With
+``E_i`` the row exponent (``max_l |a_il| < 2**E_i``) and ``e_i = r - E_i``,
+``A_bar = ceil(|A| 2**e)`` has integer entries at most ``2**r``; likewise
+``B_bar``. ``r`` is the scheme's unit range (4: FP8, 6: INT8, 20: FP64) capped
+so that ``k 2**(2r) <= 2**53``: every engine computes ``M = A_bar B_bar``
+exactly, so all engines see the same integers and choose the same shifts.
+Since ``(|A||B|)_ij <= 2**-(e_i + f_j) M_ij``, the shifts ``s = e + sigma``,
+``t = f + tau`` are safe when ``2**(sigma_i + tau_j) M_ij <= H``. We take
+``sigma_i`` the largest with ``2**(2 sigma_i) max_j M_ij <= H`` (then
+``2**(sigma_i+tau_j) M_ij <= sqrt(2**(2 sigma_i) mu_i 2**(2 tau_j) nu_j) <= H``
+for the symmetric ``tau``) and then ``tau_j`` the largest with
+``max_i 2**(sigma_i + tau_j) M_ij <= H``, which is at least the symmetric one.
+
+*fast*: Cauchy-Schwarz, ``|A'B'|_ij <= ||a'_i||_2 ||b'_j||_2``. With the
+normalised squared norms ``n_i >= ||a_i 2**-E_i||^2`` (fixed-order sums, rounded
+up), ``s_i = sigma_i - E_i`` with ``2**(2 sigma_i) n_i <= H``. Scaling a row by
+``2**e`` shifts ``E_i`` by ``e`` and leaves ``n_i`` unchanged: the result scales
+exactly (the published fast-mode formula is not scale invariant).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import kernels
+
+__all__ = ["exponents", "half_fit", "fit", "quantization_bits", "fast_shifts",
+           "accurate_quantizers", "accurate_shifts"]
+
+#: log2 of the largest quantised magnitude of the accurate-mode bound per scheme.
+_UNIT_BITS = {"fp8": 4, "int8": 6, "fp64": 20}
+
+
+def exponents(maxbits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exponents ``E`` with ``|x| < 2**E`` from the bits of the largest ``|x|``.
+
+    Returns ``(E, zero)``: ``E`` as int64 (0 where the line is all zero) and the
+    all-zero flags. Normal ``x`` with biased exponent ``ex`` lies in
+    ``[2**(ex-1023), 2**(ex-1022))``; a subnormal ``mant * 2**-1074`` is below
+    ``2**(bit_length(mant) - 1074)``.
+    """
+    ex = maxbits >> 52
+    zero = maxbits == 0
+    sub_len = np.frexp(np.where(ex == 0, maxbits, 0).astype(np.float64))[1]
+    E = np.where(ex > 0, ex - 1022, sub_len - 1074).astype(np.int64)
+    E[zero] = 0
+    return E, zero
+
+
+def half_fit(mu: np.ndarray, H: float) -> np.ndarray:
+    """Largest integer ``sigma`` with ``2**(2 sigma) mu <= H``, elementwise (0 where mu == 0).
+
+    With ``mu = m 2**a`` and ``H = h 2**c`` (``frexp``, exact), the condition is
+    ``2 sigma <= c - a`` when ``m <= h`` and ``2 sigma <= c - a - 1`` otherwise.
+    """
+    mH, eH = math.frexp(H)
+    m, e = np.frexp(np.asarray(mu, dtype=np.float64))
+    d = eH - e.astype(np.int64) - (m > mH)
+    return np.where(mu > 0, d // 2, 0).astype(np.int64)
+
+
+def fit(nu: np.ndarray, H: float) -> np.ndarray:
+    """Largest integer ``tau`` with ``2**tau nu <= H``, elementwise (0 where nu == 0)."""
+    mH, eH = math.frexp(H)
+    m, e = np.frexp(np.asarray(nu, dtype=np.float64))
+    d = eH - e.astype(np.int64) - (m > mH)
+    return np.where(nu > 0, d, 0).astype(np.int64)
+
+
+def quantization_bits(scheme: str, k: int) -> int:
+    """``r``: accurate-mode magnitudes are quantised to integers ``<= 2**r`` with
+    ``k 2**(2 r) <= 2**53`` so that the bound GEMM is exact in FP64 too."""
+    cap = (53 - math.ceil(math.log2(max(k, 1)))) // 2
+    return min(_UNIT_BITS[scheme], cap)
+
+
+def fast_shifts(E: np.ndarray, zero: np.ndarray, sumsq: np.ndarray, k: int,
+                H: float) -> np.ndarray:
+    """Fast-mode shifts ``s = sigma - E`` from normalised squared norms.
+
+    ``sumsq`` are fixed-order FP64 sums of at most ``k`` squares below 1; the
+    factor ``1 + (k + 4) 2**-52`` and the term ``k 2**-1000`` (terms dropped by
+    the kernel) make them upper bounds of the exact sums.
+    """
+    upper = sumsq * (1.0 + (k + 4) * 2.0 ** -52) + k * 2.0 ** -1000
+    sigma = half_fit(np.where(zero, 0.0, upper), H)
+    return np.where(zero, 0, sigma - E).astype(np.int64)
+
+
+def accurate_quantizers(E: np.ndarray, zero: np.ndarray, r: int) -> np.ndarray:
+    """Shifts ``e = r - E`` that map each line's largest magnitude below ``2**r``."""
+    return np.where(zero, 0, r - E).astype(np.int64)
+
+
+def accurate_shifts(M: np.ndarray, e: np.ndarray, f: np.ndarray,
+                    H: float) -> tuple[np.ndarray, np.ndarray]:
+    """Shifts ``(s, t)`` from the exact bound ``M = A_bar B_bar`` (see module docstring)."""
+    mu = M.max(axis=1) if M.shape[1] else np.zeros(M.shape[0])
+    sigma = half_fit(mu, H)
+    nu = kernels.scaled_colmax(M, sigma)
+    tau = fit(nu, H)
+    return e + sigma, f + tau

@@ -1,0 +1,68 @@
+"""Grow-only, thread-local workspace for the scheme's planes.
+
+Repeated calls reuse the same pages (no first-touch page faults, no allocator
+churn). Each Python thread has its own cache, so concurrent calls never share a
+buffer. Requests beyond the cap are served by fresh arrays that are not kept.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+__all__ = ["Workspace", "workspace", "set_workspace_limit", "workspace_limit"]
+
+_DEFAULT_LIMIT = int(os.environ.get("OZAKI_WORKSPACE_LIMIT", 8 * 2 ** 30))
+_limit = _DEFAULT_LIMIT
+
+
+def set_workspace_limit(nbytes: int) -> None:
+    """Largest total size (bytes) that a thread's workspace keeps between calls."""
+    global _limit
+    if not isinstance(nbytes, (int, np.integer)) or nbytes < 0:
+        raise ValueError(f"nbytes must be a non-negative integer, got {nbytes!r}")
+    _limit = int(nbytes)
+
+
+def workspace_limit() -> int:
+    """Current cap in bytes (default 8 GiB, or ``OZAKI_WORKSPACE_LIMIT``)."""
+    return _limit
+
+
+class Workspace:
+    """Named byte buffers that only grow; :meth:`take` returns C-ordered typed views."""
+
+    def __init__(self):
+        self._buffers: dict[str, np.ndarray] = {}
+
+    @property
+    def nbytes(self) -> int:
+        return sum(b.nbytes for b in self._buffers.values())
+
+    def take(self, name: str, shape: tuple[int, ...], dtype=np.float64) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        size = int(np.prod(shape)) * dtype.itemsize
+        buf = self._buffers.get(name)
+        if buf is None or buf.size < size:
+            grown = self.nbytes - (0 if buf is None else buf.nbytes) + size
+            if grown > _limit:
+                return np.empty(shape, dtype)
+            buf = np.empty(size, np.uint8)
+            self._buffers[name] = buf
+        return buf[:size].view(dtype).reshape(shape)
+
+    def clear(self) -> None:
+        self._buffers.clear()
+
+
+_local = threading.local()
+
+
+def workspace() -> Workspace:
+    """This thread's workspace."""
+    ws = getattr(_local, "ws", None)
+    if ws is None:
+        ws = _local.ws = Workspace()
+    return ws

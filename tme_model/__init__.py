@@ -1,0 +1,44 @@
+"""Tensor-Memory Equilibrium (TME) model: when does emulated FP64 beat native FP64?
+
+The Roofline with emulation parameters (DESIGN.md section 4)::
+
+    T_native = max(W / P64, Q / Bmem)
+    T_emul   = max(alpha W / Plow, beta Q / Bmem) + gamma n_out
+
+Modules: :mod:`~tme_model.specs` (sourced hardware database), :mod:`~tme_model.kernels`
+(W, Q, n_out, k per kernel), :mod:`~tme_model.schemes` (moduli counts, alpha, substrate
+choice), :mod:`~tme_model.scenario` (presets and user parameters), :mod:`~tme_model.model`
+(the numbers), :mod:`~tme_model.symbolic` (sympy closed forms), :mod:`~tme_model.profile`
+(calibration profiles), :mod:`~tme_model.plot` and :mod:`~tme_model.cli` (``tme-plot``,
+``tme-table``).  Importing the package loads neither matplotlib, sympy nor ozaki.
+"""
+
+from .kernels import Kernel, catalog, parse_kernel
+from .model import REGIMES, Crossover, Emulation, Prediction, predict
+from .profile import Profile, load_profile
+from .scenario import PRESETS, Scenario
+from .schemes import alpha_for, choose_scheme, moduli_for
+from .specs import Device, TMEError, UnknownDeviceError, get_device, load_devices
+
+__all__ = [
+    "PRESETS",
+    "REGIMES",
+    "Crossover",
+    "Device",
+    "Emulation",
+    "Kernel",
+    "Prediction",
+    "Profile",
+    "Scenario",
+    "TMEError",
+    "UnknownDeviceError",
+    "alpha_for",
+    "catalog",
+    "choose_scheme",
+    "get_device",
+    "load_devices",
+    "load_profile",
+    "moduli_for",
+    "parse_kernel",
+    "predict",
+]
