@@ -162,10 +162,10 @@ def residues(X, srow, scol, p, pinv, pow2mod, out):
             x = X[i, j]
             ex = (x >> 52) & 0x7FF
             mant = x & _MANT
-            if ex == 0x7FF:
-                mant = 0
             if ex > 0:
                 mant |= _HIDDEN
+            if ex == 0x7FF:
+                mant = 0
             E = max(ex, 1) - 1075 + si + scol[j]
             mt = mant >> min(max(-E, 0), 63)
             Ep = max(E, 0)
@@ -307,9 +307,10 @@ def reconstruct(R, W, p_levels, p_inv, srow, scol, out):
     ``W`` (N, L) the exact level parts of the CRT weights. Per entry, in
     registers and in a fixed order: ``S_l = sum_t W[t, l] C_t`` (exact, see
     :mod:`ozaki.moduli`), ``q = rint(sum_l S_l / P)`` (exact thanks to the range
-    margin), ``D_l = S_l - q P_l`` (exact), and ``sum_l D_l`` accumulated with
-    error-free TwoSum: for two levels the result is ``C'`` rounded once, for more
-    within half an ulp plus ``2**-104`` relative. The power-of-two scaling
+    margin), ``D_l = S_l - q P_l`` (exact), and ``sum_l D_l == C'`` exactly (the
+    level tails are below half a unit). The sum is formed with error-free
+    TwoSum: correctly rounded for one or two levels, faithful (error below one
+    ulp, in practice correctly rounded) for more. The power-of-two scaling
     rounds once more only when the result is subnormal.
     """
     N, L = W.shape

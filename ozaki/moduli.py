@@ -25,12 +25,11 @@ split into ``L`` *levels* on common grids: ``w_i = sum_l w_il + d_i`` with
 ``b = 53 - ceil(log2(rho + 1))``, every partial sum of
 ``sum_i w_il C_i - q P_l`` (``|C_i| <= floor(p_i/2)``, ``|q| <= rho/2 + 1``) is
 bounded by ``2**(b-1) rho + (rho/2 + 1) 2**b <= (rho + 1) 2**b <= 2**53`` grid
-units, hence exact in FP64 in any order. The dropped tails ``d_i`` perturb ``C'`` by at most
-``rho 2**g_L = rho P 2**-(L b)``. The truncation of ``A`` and ``B`` to integers
-already errs by up to ``sqrt(k P / 2)`` integer units (their shifts split
-``log2 P`` between them), so ``L`` is the least count with
-``L b - log2(rho) >= max(64, log2(P) / 2 + 7)``: the tails stay two orders of
-magnitude below the truncation error even at ``k = 1``, and below ``2**-63 P``.
+units, hence exact in FP64 in any order. ``L`` is the least count for which the dropped tails ``d_i`` (and ``P``'s)
+sum to less than half an integer unit, ``sum_i |d_i| floor(p_i/2) +
+|d_P| (rho/2 + 1) < 1/2``: the level sums then give the integer ``C'``
+**exactly** (``L = 2`` to 4 for the default counts; the level sums live in
+registers, so more levels cost a few multiply-adds per output, no memory).
 """
 
 from __future__ import annotations
@@ -165,26 +164,26 @@ def crt_plan(scheme: str, num_moduli: int) -> CRTPlan:
     P = math.prod(moduli)
     rho = sum(p // 2 for p in moduli)
     b = 53 - math.ceil(math.log2(rho + 1))
-    levels = 1
-    while levels * b - math.log2(rho) < max(64.0, math.log2(P) / 2 + 7):
-        levels += 1
     # Top grid: P <= 2**(g_top + b), so |w_i| <= P/2 <= 2**(g_top + b - 1).
     g_top = P.bit_length() - b
-    weights = np.empty((num_moduli, levels))
-    tail = 0
-    for i, p in enumerate(moduli):
+    ws = []
+    for p in moduli:
         Mi = P // p
         w = (Mi * pow(Mi, -1, p)) % P
-        if w > P // 2:
-            w -= P
-        parts, rest = _split_levels(w, g_top, b, levels)
-        weights[i] = [float(x) for x in parts]
-        if any(float(x) != x for x in parts):
-            raise AssertionError("a CRT level part is not exact in FP64")
-        tail += abs(rest) * (p // 2)
-    p_parts, p_rest = _split_levels(P, g_top, b, levels)
+        ws.append(w - P if w > P // 2 else w)
+    levels = 1
+    while True:
+        splits = [_split_levels(w, g_top, b, levels) for w in ws]
+        p_parts, p_rest = _split_levels(P, g_top, b, levels)
+        tail = (sum(abs(rest) * (p // 2) for (_, rest), p in zip(splits, moduli))
+                + abs(p_rest) * (rho // 2 + 1))
+        if 2 * tail < 1:  # the level sums then give C' exactly (an integer)
+            break
+        levels += 1
+    weights = np.array([[float(x) for x in parts] for parts, _ in splits])
+    if any(float(x) != x for parts, _ in splits for x in parts):
+        raise AssertionError("a CRT level part is not exact in FP64")
     p_levels = np.array([float(x) for x in p_parts])
-    tail += abs(p_rest) * (rho // 2 + 1)
     # The quotient estimate sum_l fl(S_l / P) errs by at most ~rho * 2**-51 (the
     # |S_l / P| are below rho); the margin ETA / 2 must exceed it.
     if rho * 2.0 ** -49 >= ETA / 2:
@@ -193,8 +192,10 @@ def crt_plan(scheme: str, num_moduli: int) -> CRTPlan:
     Hf = float(H)
     if Hf > H:  # round down: the bound must stay safe
         Hf = math.nextafter(Hf, 0.0)
-    return CRTPlan(scheme, moduli, P, Hf, rho, b, weights, p_levels,
-                   1.0 / P, float(tail))
+    tail_f = float(tail)
+    if tail_f < tail:  # round up: it bounds an error
+        tail_f = math.nextafter(tail_f, math.inf)
+    return CRTPlan(scheme, moduli, P, Hf, rho, b, weights, p_levels, 1.0 / P, tail_f)
 
 
 # Bits of P that keep the componentwise error within 2x native FP64 at phi <= 1,

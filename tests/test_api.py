@@ -1,0 +1,163 @@
+"""The public surface: arguments, errors, BLAS form, info, workspace, the main job."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ozaki
+from ozaki.workspace import set_workspace_limit, workspace, workspace_limit
+from validation.reference import exact_matmul, test_matrix
+
+
+@pytest.fixture
+def AB(rng):
+    return test_matrix(7, 33, 1.0, rng), test_matrix(33, 5, 1.0, rng)
+
+
+def test_public_surface():
+    assert set(ozaki.__all__) == {"dgemm", "gemm", "available_engines", "workspace_bytes",
+                                  "OzakiInfo", "MODULI_VERSION"}
+    assert ozaki.MODULI_VERSION == 1
+
+
+def test_import_is_light():
+    code = ("import sys, ozaki; bad = [m for m in ('sympy', 'matplotlib', 'tqdm', 'tme_model') "
+            "if m in sys.modules]; print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("kwargs,exc,match", [
+    (dict(scheme="fp16"), ValueError, "scheme must be one of"),
+    (dict(mode="exact"), ValueError, "mode must be one of"),
+    (dict(engine="gpu"), ValueError, "engine must be one of"),
+    (dict(num_moduli=1), ValueError, r"num_moduli for scheme 'fp64' must be in \[2, 20\]"),
+    (dict(num_moduli=21, scheme="int8"), ValueError, "must be in"),
+    (dict(num_moduli="many"), ValueError, "num_moduli must be 'auto'"),
+    (dict(num_moduli=2.5), TypeError, "num_moduli must be 'auto' or an int"),
+    (dict(num_moduli=True), TypeError, "num_moduli"),
+    (dict(scheme="int8", engine="cpu-fp8"), ValueError, "does not run scheme 'int8'"),
+])
+def test_bad_arguments(AB, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        ozaki.dgemm(*AB, **kwargs)
+
+
+def test_bad_operands(AB):
+    A, B = AB
+    with pytest.raises(ValueError, match="A must be 2-D"):
+        ozaki.dgemm(A[0], B)
+    with pytest.raises(ValueError, match="B must be 2-D"):
+        ozaki.dgemm(A, B[None])
+    with pytest.raises(ValueError, match="inner dimensions differ"):
+        ozaki.dgemm(A, B[:-1])
+    with pytest.raises(TypeError, match="complex support is not yet available"):
+        ozaki.dgemm(A + 0j, B)
+    with pytest.raises(TypeError, match="B must be a real numeric array"):
+        ozaki.dgemm(A, B.astype(str))
+
+
+def test_dtypes_and_layouts_agree(AB):
+    A, B = AB
+    want = ozaki.dgemm(A, B)
+    assert np.array_equal(ozaki.dgemm(np.asfortranarray(A), np.asfortranarray(B)), want)
+    big = np.zeros((14, 66))
+    big[::2, ::2] = A
+    assert np.array_equal(ozaki.dgemm(big[::2, ::2], B), want)
+    assert np.array_equal(ozaki.dgemm(A.tolist(), B.tolist()), want)
+    Ai = np.arange(12, dtype=np.int32).reshape(3, 4)
+    Bf = np.linspace(-1, 1, 8, dtype=np.float32).reshape(4, 2)
+    C = ozaki.dgemm(Ai, Bf)
+    assert C.dtype == np.float64
+    assert np.array_equal(C, exact_matmul(Ai.astype(float), Bf.astype(float)))
+
+
+def test_inputs_never_modified(AB):
+    A, B = AB
+    A0, B0 = A.copy(), B.copy()
+    C0 = np.ones((7, 5))
+    ozaki.gemm(A, B, C0, alpha=3.0, beta=-2.0, mode="fast")
+    ozaki.dgemm(A, B, engine="cpu-fp8")
+    assert np.array_equal(A, A0) and np.array_equal(B, B0) and np.all(C0 == 1)
+
+
+def test_gemm_blas_form(AB, rng):
+    A, B = AB
+    C0 = rng.standard_normal((7, 5))
+    X = ozaki.dgemm(A, B)
+    got = ozaki.gemm(A.T.copy(), B.T.copy(), C0, alpha=2.0, beta=0.5, trans_a=True, trans_b=True)
+    assert np.array_equal(got, 2.0 * X + 0.5 * C0)
+    assert np.array_equal(ozaki.gemm(A, B, np.full((7, 5), np.nan)), X)  # beta = 0 never reads C
+    assert np.array_equal(ozaki.gemm(A, B, C0, alpha=0.0, beta=1.0), C0)
+    with pytest.raises(ValueError, match="C is required"):
+        ozaki.gemm(A, B, beta=1.0)
+    with pytest.raises(ValueError, match="C must have shape"):
+        ozaki.gemm(A, B, C0.T, beta=1.0)
+
+
+def test_out_argument(AB):
+    A, B = AB
+    out = np.empty((7, 5))
+    C = ozaki.dgemm(A, B, out=out)
+    assert C is out and np.array_equal(out, ozaki.dgemm(A, B))
+    F = np.empty((7, 5), order="F")
+    assert ozaki.dgemm(A, B, out=F) is F and np.array_equal(F, out)
+    with pytest.raises(ValueError, match="out must be a float64"):
+        ozaki.dgemm(A, B, out=np.empty((5, 7)))
+    buf = np.zeros((7, 40))
+    buf[:, :33] = A
+    with pytest.raises(ValueError, match="out may not overlap A"):
+        ozaki.dgemm(buf[:, :33], B, out=buf[:, 33:38])
+
+
+def test_info_and_workspace(AB):
+    A, B = AB
+    for scheme, gemms in (("int8", 17), ("fp8", 14), ("fp64", 7)):
+        C, info = ozaki.dgemm(A, B, scheme=scheme, return_info=True)
+        assert isinstance(info, ozaki.OzakiInfo)
+        assert (info.scheme, info.mode, info.engine) == (scheme, "accurate", "cpu-blas")
+        assert info.gemms == gemms and info.num_moduli == gemms - 1
+        assert set(info.seconds) == {"scaling", "residues", "products", "reconstruction"}
+        assert all(v >= 0 for v in info.seconds.values())
+        assert info.workspace_bytes == ozaki.workspace_bytes(7, 5, 33, scheme=scheme)
+    _, info = ozaki.dgemm(A, B, mode="fast", num_moduli=9, return_info=True)
+    assert info.gemms == 9 and info.num_moduli == 9
+    _, info = ozaki.dgemm(A, B, scheme="fp8", engine="cpu-fp8", mode="fast", return_info=True)
+    assert info.gemms == 3 * 13
+    # fp64, 6 moduli, n x n: two FP64 residue planes, one product plane, six int32 planes
+    n = 4096
+    assert ozaki.workspace_bytes(n, n, n, num_moduli=6) == (3 * 8 + 6 * 4) * n * n
+    with pytest.raises(ValueError, match="m must be a non-negative integer"):
+        ozaki.workspace_bytes(-1, 2, 3)
+
+
+def test_workspace_is_reused_and_capped(AB):
+    A, B = AB
+    ozaki.dgemm(A, B)
+    ws = workspace()
+    before = {k: v.ctypes.data for k, v in ws._buffers.items()}
+    ozaki.dgemm(A, B)
+    assert {k: v.ctypes.data for k, v in ws._buffers.items()} == before
+    old = workspace_limit()
+    try:
+        set_workspace_limit(0)
+        ws.clear()
+        C = ozaki.dgemm(A, B)
+        assert ws.nbytes == 0 and np.array_equal(C, ozaki.dgemm(A, B))
+    finally:
+        set_workspace_limit(old)
+    with pytest.raises(ValueError, match="nbytes"):
+        set_workspace_limit(-5)
+
+
+def test_main_job_runs_and_reports_every_scheme():
+    out = subprocess.run([sys.executable, "-m", "ozaki", "--n", "96", "--sample", "20",
+                          "--repeat", "1"], capture_output=True, text=True, check=True)
+    lines = out.stdout.splitlines()
+    rows = [ln.split() for ln in lines if ln.split() and ln.split()[0] in ("fp64", "int8", "fp8")]
+    assert [(r[0], r[2]) for r in rows] == [(s, m) for s in ("fp64", "int8", "fp8")
+                                            for m in ("accurate", "fast")]
+    assert all(float(r[4]) < 1e-12 for r in rows)  # max relative error column
+    assert "exact values on 20 sampled entries" in out.stdout

@@ -1,0 +1,144 @@
+"""Exactness of the compiled passes, checked against Python integers."""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from ozaki import kernels
+from ozaki.emulation import _pow2mod
+from ozaki.moduli import MODULI, crt_plan, half_range
+from ozaki.products import karatsuba_digits, modular_constants, square_digits
+
+ALL_MODULI = sorted({p for ms in MODULI.values() for p in ms})
+finite = st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=True)
+
+
+def sym(x, p):
+    lo, hi = half_range(p)
+    r = x % p
+    return r - p if r > hi else r
+
+
+def trunc_scaled(x, shift):
+    return math.trunc(Fraction(x) * Fraction(2) ** shift)
+
+
+@given(st.integers(-2 ** 53, 2 ** 53), st.sampled_from(ALL_MODULI))
+def test_smod_exact_on_full_range(y, p):
+    """Two-stage reduction of GEMM outputs up to 2**53 (every integer there is a float)."""
+    pf, pinv, c26 = modular_constants(p)
+    out = np.empty((1, 1), np.int32)
+    kernels.store_residues(np.array([[float(y)]]), pf, pinv, c26, out)
+    assert out[0, 0] == sym(y, p)
+
+
+@given(st.integers(-2 ** 52, 2 ** 52), st.sampled_from(ALL_MODULI))
+def test_smod_short_exact(y, p):
+    assert kernels.smod_short(float(y), float(p), 1.0 / p) == sym(y, p)
+
+
+@given(st.lists(finite, min_size=1, max_size=24), st.integers(-1100, 400),
+       st.sampled_from(ALL_MODULI))
+def test_residues_of_scaled_truncations(xs, shift, p):
+    X = np.array([xs])
+    # keep the scaled magnitudes within the tables (as the shift choice does)
+    top = max((math.frexp(abs(x))[1] for x in xs if x), default=0)
+    shift = min(shift, 600 - top)
+    out = np.empty_like(X)
+    kernels.residues(X.view(np.int64), np.array([shift]), np.zeros(len(xs), np.int64),
+                     float(p), 1.0 / p, _pow2mod(p), out)
+    for x, r in zip(xs, out[0]):
+        assert r == sym(trunc_scaled(x, shift), p)
+
+
+def test_residues_column_shifts_and_nonfinite():
+    X = np.array([[1.5, -2.75, np.inf], [np.nan, 3.0, -0.0]])
+    p = 251
+    out = np.empty_like(X)
+    kernels.residues(X.view(np.int64), np.zeros(2, np.int64), np.array([60, 3, 1]),
+                     float(p), 1.0 / p, _pow2mod(p), out)
+    assert out[0, 0] == sym(trunc_scaled(1.5, 60), p)
+    assert out[0, 1] == sym(-22, p)
+    assert out[0, 2] == 0 and out[1, 0] == 0 and out[1, 2] == 0
+    assert out[1, 1] == sym(24, p)
+
+
+@given(st.lists(finite, min_size=1, max_size=16), st.integers(0, 20))
+def test_quantize_up_is_the_exact_ceiling(xs, r):
+    X = np.array([xs])
+    top = max((math.frexp(abs(x))[1] for x in xs if x), default=0)
+    shift = r - top
+    out = np.empty_like(X)
+    kernels.quantize_up(X.view(np.int64), np.array([shift]), np.zeros(len(xs), np.int64), out)
+    for x, q in zip(xs, out[0]):
+        exact = abs(Fraction(x)) * Fraction(2) ** shift
+        assert q == math.ceil(exact) and q <= 2 ** r
+
+
+@given(st.lists(finite.filter(lambda v: v != 0), min_size=1, max_size=8))
+def test_absmax_bits_and_exponents(xs):
+    from ozaki.scaling import exponents
+    X = np.array([xs + [np.inf]])
+    best, bad = kernels.absmax_bits(X.view(np.int64), 0)
+    assert bad[0]
+    E, zero = exponents(best)
+    m = max(abs(x) for x in xs)
+    assert not zero[0] and m < 2.0 ** E[0] if E[0] < 1024 else True
+    assert Fraction(m) < Fraction(2) ** int(E[0]) <= 2 * Fraction(m)
+    best_c, bad_c = kernels.absmax_bits(X.T.copy().view(np.int64), 1)
+    assert best_c[0] == best[0] and bad_c[0]
+
+
+@given(st.integers(-2 ** 60, 2 ** 60), st.integers(-2300, 2300))
+def test_ldexp_rounds_once(y, e):
+    """Against Python's correctly rounded ldexp, subnormal results included."""
+    y = float(y)
+    try:
+        want = math.ldexp(y, e)
+    except OverflowError:
+        want = math.copysign(math.inf, y)
+    assert kernels.ldexp(y, e) == want
+
+
+@pytest.mark.parametrize("scheme,n", [("int8", 16), ("fp8", 13), ("fp64", 6), ("fp64", 20),
+                                      ("int8", 2), ("fp8", 20)])
+def test_reconstruct_recovers_the_symmetric_integer(scheme, n, rng):
+    plan = crt_plan(scheme, n)
+    P = plan.P
+    bound = int(plan.H)
+    vals = [int(v) for v in rng.integers(-min(bound, 2 ** 62), min(bound, 2 ** 62), 40)]
+    vals += [bound, -bound, 0, 1, -1, bound // 3, min(bound, 2 ** 53 + 1)]
+    vals += [int(Fraction(bound) * Fraction(float(f))) for f in rng.random(20) * 2 - 1]
+    dtype = np.int8 if max(plan.moduli) <= 256 else np.int16 if max(plan.moduli) <= 65536 else np.int32
+    R = np.array([[[sym(v, p) for v in vals]] for p in plan.moduli], dtype=dtype)
+    out = np.empty((1, len(vals)))
+    shifts = np.array([5]), np.zeros(len(vals), np.int64)
+    kernels.reconstruct(R, plan.weights, plan.p_levels, plan.p_inv, *shifts, out)
+    for v, c in zip(vals, out[0]):
+        exact = Fraction(v, 32)
+        # within half an ulp plus the documented tail
+        err = abs(Fraction(c) - exact)
+        ulp = Fraction(2) ** (math.frexp(float(exact))[1] - 53) if v else 0
+        assert err <= ulp / 2 + Fraction(plan.tail) / 32 + ulp * Fraction(1, 2 ** 50)
+        if plan.levels == 2 and v:
+            assert c == float(exact) or err <= Fraction(plan.tail) / 32 + ulp / 2
+
+
+def test_fp8_digits_are_e4m3_integers():
+    for p in MODULI["fp8"]:
+        lo, hi = half_range(p)
+        r = np.arange(lo, hi + 1, dtype=np.float64)
+        s = math.isqrt(p)
+        if s * s == p:
+            x, y = square_digits(r, s)
+            assert np.array_equal(s * x + y, r)
+            parts = (x, y)
+        else:
+            x, y, z = karatsuba_digits(r)
+            assert np.array_equal(16 * x + y, r) and np.array_equal(z, x + y)
+            parts = (x, y, z)
+        for d in parts:
+            assert np.all(np.abs(d) <= 16) and np.array_equal(d, np.round(d))

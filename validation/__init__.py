@@ -1,0 +1,1 @@
+"""Accuracy validation of ozaki against exact references (run from a checkout)."""
