@@ -1,0 +1,413 @@
+"""Calibration profiles: measured rates of this machine, shown as device ``local``.
+
+``tme-calibrate`` (:mod:`tme_model.calibrate`) writes a profile; ``--profile FILE`` of
+``tme-plot`` and ``tme-table`` reads it.  The format is defined by :func:`load_profile`; :func:`dump_profile`
+writes it back.  Besides the device figures, a profile holds the costs of ozaki's
+O(n^2) phases, so that the time of a real (unfused) library call can be predicted by
+:meth:`Profile.predict_gemm`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from .schemes import GEMMS_PER_MODULUS, MODES, SCHEMES
+from .specs import Device, Figure, TMEError
+
+__all__ = ["PROFILE_SCHEMA", "GemmTime", "PhaseCosts", "Profile", "dump_profile", "load_profile"]
+
+#: Value of the ``schema`` key of a version-1 profile.
+PROFILE_SCHEMA = "tme-profile/1"
+
+
+@dataclass(frozen=True)
+class PhaseCosts:
+    """Per-phase cost coefficients of one scheme, seconds.
+
+    Attributes
+    ----------
+    scale_s_per_element : float
+        Scaling (shift choice and truncation) per input element, independent of N.
+    accurate_scale_s_per_element : float
+        Extra scaling cost per input element in accurate mode (quantising the operands
+        for the bound GEMM; the bound GEMM itself is counted as an exact GEMM).
+    residue_s_per_element_modulus : float
+        Residue generation per input element and modulus: N (mk + kn) elements.
+    recon_s_per_output_modulus : float
+        Reconstruction per output element and modulus: N mn (gamma = this times N).
+    fixed_s : float
+        Fixed cost per call.
+    """
+
+    scale_s_per_element: float = 0.0
+    accurate_scale_s_per_element: float = 0.0
+    residue_s_per_element_modulus: float = 0.0
+    recon_s_per_output_modulus: float = 0.0
+    fixed_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class GemmTime:
+    """Predicted time of one ``ozaki.dgemm`` call, by phase, seconds.
+
+    Attributes
+    ----------
+    scale_s, residue_s, gemm_s, recon_s, fixed_s : float
+        Scaling, residue generation, exact low-precision GEMMs (the accurate-mode bound
+        GEMM included: ``ozaki`` books it under its "scaling" phase), reconstruction,
+        fixed.
+    """
+
+    scale_s: float
+    residue_s: float
+    gemm_s: float
+    recon_s: float
+    fixed_s: float
+
+    @property
+    def total_s(self) -> float:
+        """Sum of the phases, seconds."""
+        return self.scale_s + self.residue_s + self.gemm_s + self.recon_s + self.fixed_s
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A loaded calibration profile (see :func:`load_profile` for the file format).
+
+    Attributes
+    ----------
+    name : str
+        Device key it is shown as (default ``"local"``).
+    fp64_tflops : float
+        Native FP64 GEMM rate, TFLOP/s (asymptotic: large n, see ``fp64_n0``).
+    fp64_vector_tflops : float
+        Native FP64 rate of non-GEMM code, TFLOP/s.
+    mem_tbps : float
+        Memory bandwidth (STREAM triad), TB/s.
+    lowp_tflops : dict of str to dict of str to float
+        Scheme -> engine -> rate of one exact low-precision GEMM as the engine runs it
+        (2mnk per second), TFLOP/s (asymptotic, see ``lowp_n0``).
+    phases : dict of str to PhaseCosts
+        Scheme -> per-phase costs.
+    meta : dict
+        The other top-level keys (description, created, host, calibration), as read.
+    path : str
+        File it was read from.
+    fp64_n0 : float
+        Size efficiency of native GEMM: the rate at size s = (mnk)^(1/3) is
+        ``fp64_tflops * s / (s + fp64_n0)`` (0: constant rate).
+    lowp_n0 : dict of str to dict of str to float
+        Scheme -> engine -> the same for the exact GEMMs (missing: 0).
+    gemms_per_modulus : dict of str to dict of str to int
+        Scheme -> engine -> exact GEMMs per modulus as the engine runs it (missing: the
+        scheme's own count, :data:`~tme_model.schemes.GEMMS_PER_MODULUS`; 1 for
+        ``fp64``).  ``cpu-blas`` runs an FP8-scheme modulus in one FP64 GEMM, not three
+        digit GEMMs.
+    """
+
+    name: str
+    fp64_tflops: float
+    fp64_vector_tflops: float
+    mem_tbps: float
+    lowp_tflops: Mapping[str, Mapping[str, float]]
+    phases: Mapping[str, PhaseCosts] = field(default_factory=dict)
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    path: str = ""
+    fp64_n0: float = 0.0
+    lowp_n0: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    gemms_per_modulus: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+    def gemms_per(self, scheme: str, engine: str) -> int:
+        """Exact GEMMs one modulus costs on ``engine`` (see ``gemms_per_modulus``)."""
+        own = self.gemms_per_modulus.get(scheme, {}).get(engine)
+        return int(own) if own is not None else GEMMS_PER_MODULUS.get(scheme, 1)
+
+    def effective_tflops(self, scheme: str, engine: str) -> float:
+        """Rate of an engine in units of the scheme's own GEMMs (FP8: digit GEMMs), TFLOP/s.
+
+        An engine that does a modulus in fewer GEMMs than the scheme's count (``cpu-blas``
+        on ``fp8``: 1 instead of 3) counts as proportionally faster, so that the TME
+        model's alpha (3N or 3N + 1 for FP8) gives the right product time.
+        """
+        rate, own, g = self.lowp_tflops[scheme][engine], GEMMS_PER_MODULUS.get(scheme, 1), self.gemms_per(scheme, engine)
+        return rate if g == own else rate * own / g
+
+    def gemm_tflops(self, scheme: str | None, engine: str | None, m: int, n: int, k: int) -> float:
+        """Rate of one GEMM of shape (m, k) x (k, n) at its size, TFLOP/s.
+
+        Parameters
+        ----------
+        scheme, engine : str or None
+            An exact-GEMM engine of a scheme, or ``None`` for native FP64 GEMM.
+        m, n, k : int
+            Dimensions; the size is s = (mnk)^(1/3) and the rate ``r s / (s + n0)``.
+        """
+        if scheme is None:
+            r, n0 = self.fp64_tflops, self.fp64_n0
+        else:
+            r, n0 = self.lowp_tflops[scheme][engine], self.lowp_n0.get(scheme, {}).get(engine, 0.0)
+        s = (float(m) * n * k) ** (1.0 / 3.0)
+        return r * s / (s + n0) if s > 0 else r
+
+    def native_gemm_s(self, m: int, n: int, k: int) -> float:
+        """Predicted time of a native FP64 GEMM (numpy) of shape (m, k) x (k, n), seconds."""
+        return 2.0 * m * n * k / (self.gemm_tflops(None, None, m, n, k) * 1e12)
+
+    def best_engine(self, scheme: str) -> tuple[str, float]:
+        """Return the fastest engine of a scheme and its rate in TFLOP/s.
+
+        Engines are compared by :meth:`effective_tflops`; the rate returned is the
+        engine's own (``lowp_tflops``).
+
+        Parameters
+        ----------
+        scheme : str
+            A scheme measured in the profile.
+
+        Returns
+        -------
+        tuple of (str, float)
+            Engine name and rate.
+        """
+        engines = self.lowp_tflops.get(scheme)
+        if not engines:
+            raise TMEError(f"profile {self.path or self.name}: no engine rate for scheme {scheme!r}")
+        return max(engines.items(), key=lambda kv: self.effective_tflops(scheme, kv[0]))
+
+    def device(self) -> Device:
+        """Return the profile as a :class:`~tme_model.specs.Device`.
+
+        Returns
+        -------
+        Device
+            FP64 vector and matrix from the measured rates, INT8 and FP8 from each
+            scheme's fastest engine (its :meth:`effective_tflops`), bandwidth from
+            STREAM, and the phase costs.
+        """
+        src = f"calibration profile {self.path}" if self.path else "calibration profile"
+        figs = {
+            "fp64_matrix": Figure(self.fp64_tflops, "profile", src, dense=True, note="native FP64 GEMM"),
+            "fp64_vector": Figure(self.fp64_vector_tflops, "profile", src, dense=True),
+            "mem_bw": Figure(self.mem_tbps, "profile", src, note="STREAM triad"),
+        }
+        for scheme in SCHEMES:
+            if self.lowp_tflops.get(scheme):
+                engine, _ = self.best_engine(scheme)
+                note = f"ozaki {scheme} scheme, engine {engine!r}"
+                if self.gemms_per(scheme, engine) != GEMMS_PER_MODULUS[scheme]:
+                    note += (f" ({self.gemms_per(scheme, engine)} GEMM(s) per modulus instead of "
+                             f"{GEMMS_PER_MODULUS[scheme]}: rate scaled to the scheme's GEMMs)")
+                figs[scheme] = Figure(self.effective_tflops(scheme, engine), "profile", src,
+                                      dense=True, note=note)
+        desc = self.meta.get("description") or "this machine (calibrated)"
+        return Device(self.name, str(desc), "", figs, origin=self.path or "profile",
+                      phases=dict(self.phases))
+
+    def predict_gemm(self, scheme: str, moduli: int, mode: str, m: int, n: int, k: int,
+                     engine: str | None = None) -> GemmTime:
+        """Predict the time of ``ozaki.dgemm`` on an (m x k) by (k x n) product.
+
+        Parameters
+        ----------
+        scheme : str
+            Scheme measured in the profile (``int8``, ``fp8``, or ``fp64``).
+        moduli : int
+            Number of moduli N.
+        mode : {"fast", "accurate"}
+            Scaling mode; accurate adds one exact bound GEMM.
+        m, n, k : int
+            Dimensions.
+        engine : str, optional
+            Engine; the fastest measured one by default.
+
+        Returns
+        -------
+        GemmTime
+            scale = (s + s_acc) (mk + kn) (s_acc in accurate mode only),
+            residue = r N (mk + kn), gemm = alpha 2mnk / rate(size), recon = c N mn,
+            fixed = f, with alpha = g N (+ 1 in accurate mode), g the engine's GEMMs per
+            modulus (:meth:`gemms_per`; for int8 and fp8 at the scheme's own count this is
+            :func:`~tme_model.schemes.alpha_for`) and rate(size) from :meth:`gemm_tflops`.
+        """
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if isinstance(moduli, bool) or int(moduli) != moduli or moduli < 1:
+            raise ValueError(f"moduli must be a positive integer, got {moduli!r}")
+        if engine is None:
+            engine = self.best_engine(scheme)[0]
+        elif engine not in self.lowp_tflops.get(scheme, {}):
+            raise TMEError(f"profile {self.path or self.name}: no rate for engine {engine!r} "
+                           f"of scheme {scheme!r}")
+        alpha = self.gemms_per(scheme, engine) * int(moduli) + (1 if mode == "accurate" else 0)
+        rate = self.gemm_tflops(scheme, engine, m, n, k)
+        ph = self.phases.get(scheme, PhaseCosts())
+        n_in, n_out = m * k + k * n, m * n
+        scale = ph.scale_s_per_element + (ph.accurate_scale_s_per_element if mode == "accurate" else 0.0)
+        return GemmTime(
+            scale_s=scale * n_in,
+            residue_s=ph.residue_s_per_element_modulus * moduli * n_in,
+            gemm_s=alpha * 2.0 * m * n * k / (rate * 1e12),
+            recon_s=ph.recon_s_per_output_modulus * moduli * n_out,
+            fixed_s=ph.fixed_s,
+        )
+
+
+def _positive(data: Mapping, key: str, where: str, required: bool = True) -> float | None:
+    if key not in data:
+        if required:
+            raise TMEError(f"{where}: missing key {key!r}")
+        return None
+    v = data[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+        raise TMEError(f"{where}: {key} must be a positive number, got {v!r}")
+    return float(v)
+
+
+def _nonnegative(v: Any, where: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise TMEError(f"{where} must be a number >= 0, got {v!r}")
+    return float(v)
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read a calibration profile (JSON).
+
+    Parameters
+    ----------
+    path : str or Path
+        The profile file.
+
+    Returns
+    -------
+    Profile
+        The profile; :meth:`Profile.device` gives device ``local``.
+
+    Raises
+    ------
+    TMEError
+        If the file is missing, not JSON, or does not follow the schema; the message
+        names the offending key.
+
+    Notes
+    -----
+    Schema ``tme-profile/1`` (a JSON object; rates in TFLOP/s, bandwidth in TB/s, costs
+    in seconds)::
+
+        {
+          "schema": "tme-profile/1",               required
+          "name": "local",                         device key, default "local"
+          "description": "...", "created": "ISO 8601 time", "host": {...},
+          "fp64_tflops": 0.9,                      required: native FP64 GEMM rate
+          "fp64_vector_tflops": 0.2,               non-GEMM FP64 rate, default fp64_tflops
+          "mem_tbps": 0.02,                        required: STREAM triad bandwidth
+          "fp64_n0": 300,                          optional: native rate at size s is
+                                                   fp64_tflops * s / (s + fp64_n0)
+          "lowp_tflops": {                         required, at least one rate:
+            "int8": {"<engine>": 0.8, ...},        scheme -> engine -> rate of one exact
+            "fp8": {"<engine>": 0.7, ...}          low-precision GEMM (2mnk / time)
+          },
+          "lowp_n0": {"int8": {"<engine>": 300}},  optional, as fp64_n0 per engine
+          "gemms_per_modulus": {"fp8": {"<engine>": 1}},  optional, default the
+                                                   scheme's count (int8 1, fp8 3)
+          "phases": {                              optional, scheme -> costs:
+            "int8": {
+              "scale_s_per_element": 1e-9,         per input element
+              "accurate_scale_s_per_element": 1e-9,    extra in accurate mode
+              "residue_s_per_element_modulus": 1e-9,   per input element and modulus
+              "recon_s_per_output_modulus": 2e-9,      per output and modulus
+              "fixed_s": 1e-4                      per call
+            }
+          },
+          "calibration": {...}                     free-form: sizes, raw timings
+        }
+
+    Scheme keys other than ``int8`` and ``fp8`` (e.g. ``fp64``) are kept in
+    :attr:`Profile.lowp_tflops` but not shown as device figures.
+    """
+    path = Path(path)
+    where = f"profile {path}"
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise TMEError(f"{where}: file not found") from None
+    except ValueError as exc:
+        raise TMEError(f"{where}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise TMEError(f"{where}: top level must be a JSON object")
+    if data.get("schema") != PROFILE_SCHEMA:
+        raise TMEError(f"{where}: key 'schema' must be {PROFILE_SCHEMA!r}, got {data.get('schema')!r}")
+    fp64 = _positive(data, "fp64_tflops", where)
+    vec = _positive(data, "fp64_vector_tflops", where, required=False) or fp64
+    mem = _positive(data, "mem_tbps", where)
+    lowp_raw = data.get("lowp_tflops")
+    if not isinstance(lowp_raw, dict) or not lowp_raw:
+        raise TMEError(f"{where}: 'lowp_tflops' must map scheme -> engine -> TFLOP/s")
+    lowp = {}
+    for scheme, engines in lowp_raw.items():
+        if not isinstance(engines, dict) or not engines:
+            raise TMEError(f"{where}: lowp_tflops[{scheme!r}] must map engine -> TFLOP/s")
+        lowp[scheme] = {e: _positive(engines, e, f"{where}: lowp_tflops[{scheme!r}]") for e in engines}
+    fp64_n0 = _nonnegative(data.get("fp64_n0", 0.0), f"{where}: fp64_n0")
+    lowp_n0 = {}
+    for scheme, engines in (data.get("lowp_n0") or {}).items():
+        if not isinstance(engines, dict):
+            raise TMEError(f"{where}: lowp_n0[{scheme!r}] must map engine -> n0")
+        lowp_n0[scheme] = {e: _nonnegative(v, f"{where}: lowp_n0[{scheme!r}][{e!r}]")
+                           for e, v in engines.items()}
+    gpm = {}
+    for scheme, engines in (data.get("gemms_per_modulus") or {}).items():
+        if not isinstance(engines, dict):
+            raise TMEError(f"{where}: gemms_per_modulus[{scheme!r}] must map engine -> count")
+        gpm[scheme] = {}
+        for e, v in engines.items():
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise TMEError(f"{where}: gemms_per_modulus[{scheme!r}][{e!r}] must be a "
+                               f"positive integer, got {v!r}")
+            gpm[scheme][e] = v
+    phases = {}
+    names = {f.name for f in fields(PhaseCosts)}
+    for scheme, costs in (data.get("phases") or {}).items():
+        sub = f"{where}: phases[{scheme!r}]"
+        if not isinstance(costs, dict):
+            raise TMEError(f"{sub} must be an object")
+        unknown = set(costs) - names
+        if unknown:
+            raise TMEError(f"{sub}: unknown keys {sorted(unknown)}; known: {sorted(names)}")
+        vals = {}
+        for key, v in costs.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise TMEError(f"{sub}: {key} must be a number >= 0, got {v!r}")
+            vals[key] = float(v)
+        phases[scheme] = PhaseCosts(**vals)
+    known = {"schema", "name", "fp64_tflops", "fp64_vector_tflops", "mem_tbps", "lowp_tflops",
+             "phases", "fp64_n0", "lowp_n0", "gemms_per_modulus"}
+    meta = {k: v for k, v in data.items() if k not in known}
+    name = str(data.get("name", "local")).lower()
+    return Profile(name, fp64, vec, mem, lowp, phases, meta, str(path), fp64_n0=fp64_n0,
+                   lowp_n0=lowp_n0, gemms_per_modulus=gpm)
+
+
+def dump_profile(profile: Profile, path: str | Path) -> None:
+    """Write a profile in the format :func:`load_profile` reads.
+
+    Parameters
+    ----------
+    profile : Profile
+        The profile.
+    path : str or Path
+        Destination file (overwritten).
+    """
+    out: dict[str, Any] = {"schema": PROFILE_SCHEMA, "name": profile.name}
+    out.update(profile.meta)
+    out.update(fp64_tflops=profile.fp64_tflops, fp64_vector_tflops=profile.fp64_vector_tflops,
+               mem_tbps=profile.mem_tbps, fp64_n0=profile.fp64_n0,
+               lowp_tflops={s: dict(e) for s, e in profile.lowp_tflops.items()},
+               lowp_n0={s: dict(e) for s, e in profile.lowp_n0.items()},
+               gemms_per_modulus={s: dict(e) for s, e in profile.gemms_per_modulus.items()},
+               phases={s: {f.name: getattr(c, f.name) for f in fields(PhaseCosts)}
+                       for s, c in profile.phases.items()})
+    Path(path).write_text(json.dumps(out, indent=2) + "\n")

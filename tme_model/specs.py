@@ -1,0 +1,330 @@
+"""Hardware database: sourced peak figures of GPUs, loaded from TOML or JSON.
+
+The shipped database is ``tme_model/data/gpus.toml``.  Each device holds up to ten
+figures (:data:`FIELDS`); each figure carries its value, its source, a dense/sparse flag
+and notes.  A figure the references do not give is *missing* (``None``), never zero; a
+unit the hardware lacks is ``supported = false``.  A user file with the same layout
+(``--specs FILE``) adds devices or overrides them whole.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+__all__ = [
+    "FIELDS",
+    "Device",
+    "Figure",
+    "MissingFigureError",
+    "TMEError",
+    "UnknownDeviceError",
+    "get_device",
+    "load_devices",
+    "parse_devices",
+]
+
+#: Figure keys with their units and meaning, in table order.
+FIELDS: dict[str, str] = {
+    "fp64_vector": "TFLOP/s FP64 on vector (SIMT) units",
+    "fp64_matrix": "TFLOP/s FP64 on matrix (tensor) units",
+    "fp32": "TFLOP/s FP32",
+    "tf32": "TFLOP/s TF32 matrix",
+    "bf16": "TFLOP/s BF16/FP16 matrix",
+    "fp8": "TFLOP/s FP8 matrix (FP32 accumulation)",
+    "int8": "TOP/s INT8 matrix (INT32 accumulation)",
+    "fp4": "TFLOP/s FP4 matrix",
+    "mem_bw": "TB/s memory bandwidth",
+    "mem_size": "GB memory size",
+}
+
+
+class TMEError(ValueError):
+    """Base class of the errors the TME model reports to users."""
+
+
+class UnknownDeviceError(TMEError):
+    """A device key that is not in the database."""
+
+
+class MissingFigureError(TMEError):
+    """A figure the model needs is missing or unsupported on a device."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One sourced hardware figure.
+
+    Attributes
+    ----------
+    value : float or None
+        The figure in the unit of its field (see :data:`FIELDS`); ``None`` when the
+        hardware has no such unit.
+    source : str
+        Citation keys, e.g. ``"[7][9]"`` or ``"TME"``.
+    source_text : str
+        The citations resolved to their full text ("; "-separated).
+    dense : bool or None
+        ``True`` for dense throughput, ``False`` for 2:4-sparse, ``None`` where it does
+        not apply (bandwidth, size).
+    supported : bool
+        ``False`` when the hardware lacks the unit ("none" in the reference).
+    range : tuple of float or None
+        ``(low, high)`` when the sources disagree; ``value`` is the chosen figure.
+    note : str
+        Free text (why this value, accumulation precision, ...).
+    inferred : bool
+        ``True`` when the figure is not stated by the source but follows from it.
+    """
+
+    value: float | None
+    source: str = ""
+    source_text: str = ""
+    dense: bool | None = None
+    supported: bool = True
+    range: tuple[float, float] | None = None
+    note: str = ""
+    inferred: bool = False
+
+
+@dataclass(frozen=True)
+class Device:
+    """A device of the database.
+
+    Attributes
+    ----------
+    key : str
+        Lookup key, e.g. ``"b300"`` or ``"paper:b300"``.
+    name : str
+        Human-readable name.
+    vendor : str
+        Vendor name.
+    figures : dict of str to Figure
+        Present figures by field name (:data:`FIELDS`); absent keys are unknown.
+    origin : str
+        Where the entry came from: the file path, or ``"builtin"``.
+    phases : dict
+        Measured per-phase costs by scheme (a calibration profile's
+        :class:`~tme_model.profile.PhaseCosts`); empty for database devices.
+    """
+
+    key: str
+    name: str
+    vendor: str = ""
+    figures: Mapping[str, Figure] = field(default_factory=dict)
+    origin: str = "builtin"
+    phases: Mapping[str, Any] = field(default_factory=dict)
+
+    def get(self, name: str) -> float | None:
+        """Return the value of a figure, or ``None`` if missing or unsupported.
+
+        Parameters
+        ----------
+        name : str
+            A key of :data:`FIELDS`.
+
+        Returns
+        -------
+        float or None
+            The figure in its field's unit.
+        """
+        if name not in FIELDS:
+            raise KeyError(f"unknown figure {name!r}; known: {', '.join(FIELDS)}")
+        fig = self.figures.get(name)
+        return None if fig is None else fig.value
+
+    def require(self, name: str) -> float:
+        """Return a figure, raising :class:`MissingFigureError` if it is not known.
+
+        Parameters
+        ----------
+        name : str
+            A key of :data:`FIELDS`.
+
+        Returns
+        -------
+        float
+            The figure in its field's unit.
+        """
+        value = self.get(name)
+        if value is None:
+            fig = self.figures.get(name)
+            why = "has no such unit" if fig is not None and not fig.supported else "is not known"
+            raise MissingFigureError(
+                f"device {self.key!r}: {name} ({FIELDS[name]}) {why}; "
+                "add it with --specs FILE"
+            )
+        return value
+
+    def p64(self, matrix: bool) -> float:
+        """Return the FP64 peak a kernel can use, in TFLOP/s.
+
+        Parameters
+        ----------
+        matrix : bool
+            ``True`` for GEMM-like kernels, which may use the matrix units: the peak is
+            then max(vector, matrix) (DESIGN section 4); otherwise the vector peak.
+
+        Returns
+        -------
+        float
+            P64 in TFLOP/s.
+        """
+        vec, mat = self.get("fp64_vector"), self.get("fp64_matrix")
+        if matrix:
+            known = [v for v in (vec, mat) if v is not None]
+            if not known:
+                return self.require("fp64_matrix")
+            return max(known)
+        if vec is None:
+            return self.require("fp64_vector")
+        return vec
+
+    def bandwidth(self) -> float:
+        """Return the memory bandwidth in TB/s."""
+        return self.require("mem_bw")
+
+
+def _resolve_sources(keys: str, table: Mapping[str, str]) -> str:
+    parts = [p.strip("[] ") for p in keys.replace("][", "]|[").split("|") if p.strip()]
+    return "; ".join(f"[{p}] {table[p]}" if p in table else f"[{p}]" for p in parts)
+
+
+def _figure(name: str, raw: object, sources: Mapping[str, str], where: str) -> Figure:
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        raw = {"value": raw}
+    if not isinstance(raw, Mapping):
+        raise TMEError(f"{where}: figure {name!r} must be a number or a table")
+    unknown = set(raw) - {"value", "source", "dense", "supported", "range", "note", "inferred"}
+    if unknown:
+        raise TMEError(f"{where}: figure {name!r} has unknown keys {sorted(unknown)}")
+    supported = bool(raw.get("supported", True))
+    value = raw.get("value")
+    if supported:
+        if value is None:
+            raise TMEError(f"{where}: figure {name!r} needs a value (or supported = false)")
+        value = float(value)
+        if not math.isfinite(value) or value <= 0:
+            raise TMEError(f"{where}: figure {name!r} must be positive, got {value}")
+    elif value is not None:
+        raise TMEError(f"{where}: figure {name!r} is unsupported but has a value")
+    rng = raw.get("range")
+    if rng is not None:
+        lo, hi = (float(x) for x in rng)
+        if not lo <= value <= hi:
+            raise TMEError(f"{where}: figure {name!r} = {value} lies outside its range {rng}")
+        rng = (lo, hi)
+    source = str(raw.get("source", ""))
+    return Figure(
+        value=value,
+        source=source,
+        source_text=_resolve_sources(source, sources),
+        dense=raw.get("dense"),
+        supported=supported,
+        range=rng,
+        note=str(raw.get("note", "")),
+        inferred=bool(raw.get("inferred", False)),
+    )
+
+
+def parse_devices(data: Mapping, origin: str) -> dict[str, Device]:
+    """Build devices from a parsed database (the TOML/JSON layout of ``gpus.toml``).
+
+    Parameters
+    ----------
+    data : mapping
+        ``{"sources": {key: text}, "devices": {key: {name, vendor, <figure>: ...}}}``.
+    origin : str
+        Recorded in each :class:`Device` (file path or ``"builtin"``).
+
+    Returns
+    -------
+    dict of str to Device
+        Devices by key.
+    """
+    sources = {str(k): str(v) for k, v in data.get("sources", {}).items()}
+    devices = {}
+    for key, entry in data.get("devices", {}).items():
+        where = f"{origin}: device {key!r}"
+        unknown = set(entry) - set(FIELDS) - {"name", "vendor"}
+        if unknown:
+            raise TMEError(f"{where}: unknown keys {sorted(unknown)}; figures are {list(FIELDS)}")
+        figures = {n: _figure(n, entry[n], sources, where) for n in FIELDS if n in entry}
+        devices[key.lower()] = Device(
+            key=key.lower(),
+            name=str(entry.get("name", key)),
+            vendor=str(entry.get("vendor", "")),
+            figures=figures,
+            origin=origin,
+        )
+    return devices
+
+
+def _read(path: Path) -> Mapping:
+    text = path.read_bytes()
+    try:
+        if path.suffix.lower() == ".json":
+            return json.loads(text)
+        return tomllib.loads(text.decode())
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise TMEError(f"cannot parse device file {path}: {exc}") from exc
+
+
+def load_devices(extra: Iterable[str | Path] = ()) -> dict[str, Device]:
+    """Load the shipped database, then each user file in order.
+
+    Parameters
+    ----------
+    extra : iterable of str or Path
+        User files (``.toml`` or ``.json``, same layout as ``gpus.toml``).  A device in
+        a later file replaces an earlier one with the same key.
+
+    Returns
+    -------
+    dict of str to Device
+        Devices by key, in file order.
+    """
+    builtin = resources.files("tme_model") / "data" / "gpus.toml"
+    devices = parse_devices(tomllib.loads(builtin.read_text()), "builtin")
+    for path in extra:
+        path = Path(path)
+        if not path.is_file():
+            raise TMEError(f"device file not found: {path}")
+        devices.update(parse_devices(_read(path), str(path)))
+    return devices
+
+
+def get_device(key: str, devices: Mapping[str, Device]) -> Device:
+    """Look up a device by key, case-insensitively.
+
+    Parameters
+    ----------
+    key : str
+        Device key.
+    devices : mapping of str to Device
+        The database (see :func:`load_devices`).
+
+    Returns
+    -------
+    Device
+        The device.
+
+    Raises
+    ------
+    UnknownDeviceError
+        With the known keys and the closest match.
+    """
+    found = devices.get(key.lower())
+    if found is not None:
+        return found
+    close = difflib.get_close_matches(key.lower(), list(devices), n=1, cutoff=0.4)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    raise UnknownDeviceError(
+        f"unknown device {key!r}.{hint} Known devices: {', '.join(devices)}"
+    )
