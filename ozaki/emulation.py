@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import kernels, scaling
-from .engines import Engine, get_engine
+from . import certify, kernels, scaling
+from .engines import BlasEngine, Engine, get_engine
 from .moduli import MIN_MODULI, MODULI, MODULI_VERSION, SCHEMES, auto_num_moduli, crt_plan
 from .products import gemms_per_modulus, modular_constants, modular_product, product_kblock
 from .special import apply_nonfinite
@@ -24,6 +24,7 @@ from .workspace import workspace
 __all__ = ["dgemm", "gemm", "workspace_bytes", "OzakiInfo"]
 
 MODES = ("accurate", "fast")
+FALLBACKS = ("native", "raise", "none")
 _PHASES = ("scaling", "residues", "products", "reconstruction")
 #: ``2**E mod p`` is tabulated for scaled exponents ``E`` below this bound.
 _MAX_EXPONENT = 1100
@@ -47,6 +48,25 @@ class OzakiInfo:
         ``products``, ``reconstruction``.
     workspace_bytes : int
         Bytes of the workspace planes this call used.
+    bound_kind : str
+        ``"componentwise"`` (accurate mode: ``u |AB| + u |A||B|`` per entry) or
+        ``"normwise"`` (fast mode: ``u ||a_i||_2 ||b_j||_2``), see
+        :mod:`ozaki.certify`.
+    max_bound_ratio : float
+        Largest ratio of the certified error bound to the target over the
+        entries: at most 1 when every entry is certified.
+    uncertified : int
+        Entries whose bound misses the target with the count used (for the
+        normwise bound: all entries, when its maximum misses).
+    fallback : str
+        What was done about them: ``"none"`` (values kept), ``"native"``
+        (recomputed with native FP64).
+    fallback_entries : int
+        Entries replaced by native FP64 values.
+    fallback_block : tuple of int
+        ``(rows, columns)`` of the block recomputed natively.
+    error_bound : ndarray, shape (m, n), or None
+        Per-entry absolute error bound (only with ``bounds=True``).
     """
 
     scheme: str
@@ -57,6 +77,18 @@ class OzakiInfo:
     gemms: int = 0
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(_PHASES, 0.0))
     workspace_bytes: int = 0
+    bound_kind: str = ""
+    max_bound_ratio: float = 0.0
+    uncertified: int = 0
+    fallback: str = "none"
+    fallback_entries: int = 0
+    fallback_block: tuple[int, int] = (0, 0)
+    error_bound: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def certified(self) -> bool:
+        """Whether every entry meets the target (before any fallback)."""
+        return self.uncertified == 0
 
 
 # -- argument checking -------------------------------------------------------
@@ -100,7 +132,7 @@ def _resolve(scheme, num_moduli, mode, engine, k):
         if num_moduli != "auto":
             raise ValueError(f"num_moduli must be 'auto' or an int in "
                              f"[{MIN_MODULI}, {top}]; got {num_moduli!r}")
-        num_moduli = auto_num_moduli(scheme, k)
+        return scheme, "auto", mode, eng
     elif isinstance(num_moduli, (bool, np.bool_)) or not isinstance(num_moduli, (int, np.integer)):
         raise TypeError(f"num_moduli must be 'auto' or an int, got {type(num_moduli).__name__}")
     elif not MIN_MODULI <= num_moduli <= top:
@@ -119,6 +151,7 @@ class _Operand:
     """
 
     def __init__(self, X: np.ndarray, outer: int):
+        self.X = X
         self.shape = X.shape
         if X.flags.c_contiguous:
             self.bits, self.axis, self.T = X.view(np.int64), outer, False
@@ -128,14 +161,15 @@ class _Operand:
             self.bits, self.axis, self.T = np.ascontiguousarray(X).view(np.int64), outer, False
 
     def stats(self):
+        """Per line: exponent bound ``E``, all-zero flag, non-finite flag, nonzeros."""
         with kernels.LOCK:
-            maxbits, bad = kernels.absmax_bits(self.bits, self.axis)
+            maxbits, bad, nnz = kernels.absmax_bits(self.bits, self.axis)
         E, zero = scaling.exponents(maxbits)
-        return E, zero, bad
+        return E, zero, bad, nnz
 
-    def sumsq(self, E):
+    def norms(self, E):
         with kernels.LOCK:
-            return kernels.sumsq_normalized(self.bits, E, self.axis)
+            return kernels.norms_normalized(self.bits, E, self.axis)
 
     def _shifts(self, shift):
         zeros = np.zeros(self.bits.shape[1 - self.axis], np.int64)
@@ -152,7 +186,7 @@ class _Operand:
         buf = self._buffer(slot)
         srow, scol = self._shifts(shift)
         with kernels.LOCK:
-            kernels.quantize_up(self.bits, srow, scol, buf)
+            kernels.quantize_down(self.bits, srow, scol, buf)
         return self._plane(buf)
 
     def residues(self, shift, p, pow2mod, slot):
@@ -201,49 +235,159 @@ def workspace_bytes(m: int, n: int, k: int, *, scheme: str = "fp64",
                     engine: str | Engine | None = None) -> int:
     """Bytes of workspace that ``dgemm`` of an (m, k) by (k, n) product takes.
 
-    The workspace holds one residue plane per operand (``m k + k n`` doubles),
-    one product plane and the CRT level accumulators (``(1 + L) m n``, ``L`` = 2
-    or 3), and a k-block plane when ``k`` needs blocking; it is independent of the
-    number of moduli beyond ``L``. Simulation engines add their own temporaries.
+    For ``num_moduli="auto"`` the count is data-dependent; this gives the size
+    for the typical count (16, 13, 6 at ``k <= 4096``). The workspace holds one
+    FP64 residue plane per operand (``m k + k n``
+    doubles), one FP64 product plane (``m n``), the N modular products as small
+    integers (``N m n`` elements of int8, int16 or int32: 1, 2 or 4 bytes for the
+    int8, fp8 and fp64 schemes) and, when ``k`` exceeds one exact block, a
+    k-block plane (``m n`` doubles). Simulation engines add their own
+    temporaries. For the fp64 scheme with 6 moduli and ``m = n = k``: ``6 n**2``
+    doubles (the result adds one more).
     """
     for name, v in (("m", m), ("n", n), ("k", k)):
         if not isinstance(v, (int, np.integer)) or v < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
     scheme, num_moduli, _, eng = _resolve(scheme, num_moduli, "accurate", engine, k)
+    if num_moduli == "auto":
+        num_moduli = auto_num_moduli(scheme, k)
     return _nbytes(_slots(m, n, k, scheme, num_moduli, eng))
 
 
-def _emulate(A, B, scheme, num_moduli, mode, engine, out):
-    """``out = A @ B`` by Ozaki Scheme II; returns the info record."""
-    m, k = A.shape
-    n = B.shape[1]
-    info = OzakiInfo(scheme, num_moduli, mode, engine.name)
-    sec = info.seconds
-    plan = crt_plan(scheme, num_moduli)
-    slots = _slots(m, n, k, scheme, num_moduli, engine)
-    info.workspace_bytes = _nbytes(slots)
-    ws = workspace()
-    buf = {name: ws.take(name, shape, dtype) for name, (shape, dtype) in slots.items()}
+def _certified_shifts(opa, opb, stats_a, stats_b, scheme, num_moduli, mode, engine,
+                      buf, info, policy, want_bound):
+    """Step 1 with the accuracy contract: shifts, count and certificate.
 
-    t0 = time.perf_counter()
-    opa, opb = _Operand(A, 0), _Operand(B, 1)
-    Ea, zero_a, bad_a = opa.stats()
-    Eb, zero_b, bad_b = opb.stats()
+    Returns ``(num_moduli, s, t, mask)``; ``mask`` flags the uncertified entries
+    when the fallback needs them (accurate mode), else ``None``.
+    """
+    (Ea, zero_a, _, nA), (Eb, zero_b, _, nB) = stats_a, stats_b
+    m, k = opa.shape
+    n = opb.shape[1]
+    start = auto_num_moduli(scheme, k) if num_moduli == "auto" else num_moduli
     if mode == "fast":
-        s = scaling.fast_shifts(Ea, zero_a, opa.sumsq(Ea), k, plan.H)
-        t = scaling.fast_shifts(Eb, zero_b, opb.sumsq(Eb), k, plan.H)
+        n2a, n1a = opa.norms(Ea)
+        n2b, n1b = opb.norms(Eb)
+
+        def evaluate(count):
+            plan = crt_plan(scheme, count)
+            s = scaling.fast_shifts(Ea, zero_a, n2a, k, plan.H)
+            t = scaling.fast_shifts(Eb, zero_b, n2b, k, plan.H)
+            ratio = certify.normwise_ratio(Ea, n2a, n1a + k * 2.0 ** -500, zero_a,
+                                           Eb, n2b, n1b + k * 2.0 ** -500, zero_b,
+                                           s, t, k, plan.rounding, plan.gamma2)
+            return certify.Certificate(count, s, t, ratio, 0 if ratio <= 1 else m * n,
+                                       "normwise")
+
+        cert = (certify.choose_count(evaluate, scheme, start) if num_moduli == "auto"
+                else evaluate(start))
+        s, t, mask = cert.sigma, cert.tau, None
     else:
         r = scaling.quantization_bits(scheme, k)
         e = scaling.accurate_quantizers(Ea, zero_a, r)
         f = scaling.accurate_quantizers(Eb, zero_b, r)
-        Abar = opa.quantize(e, buf["ra"])
-        Bbar = opb.quantize(f, buf["rb"])
-        M = engine.matmul(Abar, Bbar, 2 ** r, 2 ** r, out=buf["prod"])
-        s, t = scaling.accurate_shifts(M, e, f, plan.H)
+        FA = opa.quantize(e, buf["ra"])
+        FB = opb.quantize(f, buf["rb"])
+        rF, cF = FA.sum(axis=1), FB.sum(axis=0)  # exact: integers below 2**53
+        G = engine.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1, out=buf["prod"])
         info.gemms += 1
+
+        def evaluate(count, **kw):
+            return certify.componentwise(G, rF, cF, nA, nB, e, f, scheme, count, **kw)
+
+        auto = num_moduli == "auto"
+        cert = evaluate(start)
+        if auto and not cert.uncertified:  # the common case: walk down, coarse bound only
+            cert = certify.choose_count(evaluate, scheme, start)
+        mask = None
+        if cert.uncertified or want_bound:
+            # Per-entry pass; where the coarse bound fails, refine it on the
+            # block of failing rows and columns (failures only shrink as the
+            # count grows), then search upward with the refined bound.
+            ratio = np.empty((m, n))
+            bound = np.empty((m, n)) if want_bound else None
+            cert = evaluate(cert.num_moduli, ratio=ratio, bound=bound)
+            if cert.uncertified:
+                fail = ratio > 1
+                refine = _refinement(opa.X, opb.X, np.flatnonzero(fail.any(axis=1)),
+                                     np.flatnonzero(fail.any(axis=0)), stats_a, stats_b, k)
+
+                def evaluate_refined(count):
+                    c = evaluate(count, ratio=ratio, bound=bound)
+                    return refine.certify(c, e, f, scheme, ratio, bound)
+
+                cert = (certify.choose_count(evaluate_refined, scheme, cert.num_moduli,
+                                             down=False) if auto
+                        else evaluate_refined(cert.num_moduli))
+            mask = ratio > 1
+            info.error_bound = bound
+        s, t = e + cert.sigma, f + cert.tau
+    info.num_moduli = cert.num_moduli
+    info.bound_kind = cert.kind
+    info.max_bound_ratio = cert.max_ratio
+    info.uncertified = cert.uncertified
+    if cert.uncertified and policy == "raise":
+        raise certify.CertificationError(_explain(cert, mask, scheme, mode))
+    return cert.num_moduli, s, t, mask
+
+
+def _refinement(A, B, rows, cols, stats_a, stats_b, k) -> certify.Refinement:
+    """Exact FP64 floor GEMM of the failing rows of ``A`` and columns of ``B``."""
+    r = min(20, (53 - int(np.ceil(np.log2(max(k, 1))))) // 2)
+    (Ea, zero_a, _, nA), (Eb, zero_b, _, nB) = stats_a, stats_b
+    e = scaling.accurate_quantizers(Ea[rows], zero_a[rows], r)
+    f = scaling.accurate_quantizers(Eb[cols], zero_b[cols], r)
+    Asub, Bsub = A[rows], B[:, cols]
+    FA = _Operand(Asub, 0).quantize(e, np.empty(Asub.shape))
+    FB = _Operand(Bsub, 1).quantize(f, np.empty(Bsub.shape))
+    G = BlasEngine().matmul(FA, FB, 2 ** r - 1, 2 ** r - 1)
+    return certify.Refinement(rows, cols, G, FA.sum(axis=1), FB.sum(axis=0),
+                              nA[rows], nB[cols], e, f)
+
+
+def _explain(cert, mask, scheme, mode):
+    """Message for ``fallback="raise"``: how many bits were missing, and where."""
+    plan = crt_plan(scheme, cert.num_moduli)
+    where = ""
+    if mask is not None:
+        i, j = np.argwhere(mask)[0]
+        where = f"; the first is C[{i}, {j}]"
+    if np.isfinite(cert.max_ratio):
+        # each extra bit of both shifts halves the bound: 2 bits of P per bit
+        need = f"about {2 * np.log2(cert.max_ratio):.0f} more bits of P"
+    else:
+        need = "a nonzero lower bound of |A||B| (structural cancellation or a wide exponent spread)"
+    return (f"{cert.uncertified} entries cannot be certified ({cert.kind} bound, {mode} mode) "
+            f"with {cert.num_moduli} {scheme} moduli ({plan.log2_P:.0f} bits of P); the worst "
+            f"bound is {cert.max_ratio:.3g} times the target, needing {need}{where}. "
+            "Use fallback='native' or 'none', or another scheme.")
+
+
+def _emulate(A, B, scheme, num_moduli, mode, engine, out, policy, want_bound):
+    """``out = A @ B`` by Ozaki Scheme II; returns the info record."""
+    m, k = A.shape
+    n = B.shape[1]
+    info = OzakiInfo(scheme, 0, mode, engine.name)
+    sec = info.seconds
+    ws = workspace()
+    slots = _slots(m, n, k, scheme, 2, engine)  # the store slot is sized below
+    del slots["store"]
+    buf = {name: ws.take(name, shape, dtype) for name, (shape, dtype) in slots.items()}
+
+    t0 = time.perf_counter()
+    opa, opb = _Operand(A, 0), _Operand(B, 1)
+    stats_a, stats_b = opa.stats(), opb.stats()
+    num_moduli, s, t, mask = _certified_shifts(opa, opb, stats_a, stats_b, scheme,
+                                               num_moduli, mode, engine, buf, info,
+                                               policy, want_bound)
+    (Ea, _, bad_a, _), (Eb, _, bad_b, _) = stats_a, stats_b
     top = max(int((Ea + s).max(initial=0)), int((Eb + t).max(initial=0)))
     if top >= _MAX_EXPONENT:  # pragma: no cover - excluded by the shift bounds
         raise AssertionError(f"scaled exponent {top} beyond the residue tables")
+    plan = crt_plan(scheme, num_moduli)
+    shape, dtype = _slots(m, n, k, scheme, num_moduli, engine)["store"]
+    buf["store"] = ws.take("store", shape, dtype)
+    info.workspace_bytes = _nbytes(_slots(m, n, k, scheme, num_moduli, engine))
     t1 = time.perf_counter()
     sec["scaling"] += t1 - t0
 
@@ -266,10 +410,57 @@ def _emulate(A, B, scheme, num_moduli, mode, engine, out):
     t0 = time.perf_counter()
     with kernels.LOCK:
         kernels.reconstruct(buf["store"], plan.weights, plan.p_levels, plan.p_inv, s, t, out)
+    if info.error_bound is not None:
+        # |C - AB| <= u |AB| + X and |AB| <= |C| + |C - AB| give
+        # |C - AB| <= (u |C| + X) / (1 - u); the factor (1 + 2**-50) rounds up.
+        eb = info.error_bound
+        eb += 2.0 ** -53 * np.abs(out)
+        eb *= 1.0 + 2.0 ** -50
+    if info.uncertified and policy == "native":
+        _native_fallback(A, B, mask, out, info)
     if bad_a.any() or bad_b.any():
         apply_nonfinite(A, B, bad_a, bad_b, out)
     sec["reconstruction"] += time.perf_counter() - t0
     return info
+
+
+def _native_fallback(A, B, mask, out, info):
+    """Recompute the uncertified entries with native FP64 GEMM, block by block.
+
+    Only the rows and columns that hold an uncertified entry enter the native
+    product, and only the uncertified entries are replaced. Without a mask (the
+    normwise bound of fast mode) the whole product is recomputed.
+    """
+    with np.errstate(invalid="ignore", over="ignore"):  # non-finite rows are redone later
+        _native_into(A, B, mask, out, info)
+    info.fallback = "native"
+
+
+def _native_into(A, B, mask, out, info):
+    if mask is None:
+        out[...] = A @ B
+        info.fallback_entries = out.size
+        info.fallback_block = out.shape
+    else:
+        rows = np.flatnonzero(mask.any(axis=1))
+        cols = np.flatnonzero(mask.any(axis=0))
+        ix = np.ix_(rows, cols)
+        Ar, Bc = A[rows], B[:, cols]
+        native = Ar @ Bc
+        sub = mask[ix]
+        block = out[ix]
+        block[sub] = native[sub]
+        out[ix] = block
+        info.fallback_entries = int(sub.sum())
+        info.fallback_block = (len(rows), len(cols))
+        if info.error_bound is not None:
+            # native FP64 in any summation order: |error| <= gamma_k (|A||B|),
+            # and the computed |A||B| is below (1 + gamma_k) of it
+            k = A.shape[1]
+            g = k * 2.0 ** -53 / (1 - k * 2.0 ** -53)
+            eb = info.error_bound[ix]
+            eb[sub] = (g * (1 + g) * (1 + 2.0 ** -50)) * (np.abs(Ar) @ np.abs(Bc))[sub]
+            info.error_bound[ix] = eb
 
 
 # -- public functions --------------------------------------------------------
@@ -278,7 +469,8 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
          trans_a: bool = False, trans_b: bool = False,
          scheme: str = "auto", num_moduli: int | Literal["auto"] = "auto",
          mode: str = "accurate", engine: str | Engine | None = "auto",
-         out: np.ndarray | None = None, return_info: bool = False):
+         fallback: str | None = None, out: np.ndarray | None = None,
+         return_info: bool = False, bounds: bool = False):
     """BLAS-form product ``alpha op(A) op(B) + beta C`` with FP64-grade emulation.
 
     The result is ``fl(fl(alpha X) + fl(beta C))`` with ``X`` the emulated
@@ -295,14 +487,16 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
     alpha, beta : float
     trans_a, trans_b : bool
         Use the transpose of ``A`` / ``B`` (no copy).
-    scheme, num_moduli, mode, engine, out, return_info
-        As in :func:`dgemm`.
+    scheme, num_moduli, mode, engine, fallback, out, return_info, bounds
+        As in :func:`dgemm`. The certificate and the fallback concern
+        ``op(A) op(B)``, before ``alpha`` and ``beta`` are applied.
 
     Returns
     -------
     ndarray, shape (m, n), float64
-        And an :class:`OzakiInfo` when ``return_info`` (``None`` fields of
-        work not done when ``alpha == 0``).
+        And an :class:`OzakiInfo` when ``return_info`` (``gemms == 0`` and zero
+        timings when no product was computed: ``alpha == 0``, an empty shape or
+        ``k == 0``).
     """
     A = _operand(A, "A")
     B = _operand(B, "B")
@@ -322,6 +516,11 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
         if C.shape != (m, n):
             raise ValueError(f"C must have shape {(m, n)}, got {C.shape}")
     scheme, num_moduli, mode, eng = _resolve(scheme, num_moduli, mode, engine, k)
+    if fallback is None:
+        policy = "native" if num_moduli == "auto" else "none"
+    else:
+        _check_choice(fallback, "fallback", FALLBACKS)
+        policy = fallback
     if out is not None:
         if not isinstance(out, np.ndarray) or out.dtype != np.float64 or out.shape != (m, n):
             raise ValueError(f"out must be a float64 ndarray of shape {(m, n)}")
@@ -332,13 +531,15 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
                 raise ValueError(f"out may not overlap {name}")
     result = out if out is not None and out.flags.c_contiguous else np.empty((m, n))
 
-    info = OzakiInfo(scheme, num_moduli, mode, eng.name)
-    if alpha == 0.0 or m == 0 or n == 0:
-        result[...] = 0.0
-    elif k == 0:
-        result[...] = 0.0
+    if alpha == 0.0 or m == 0 or n == 0 or k == 0:
+        count = auto_num_moduli(scheme, k) if num_moduli == "auto" else num_moduli
+        info = OzakiInfo(scheme, count, mode, eng.name,
+                         bound_kind="normwise" if mode == "fast" else "componentwise")
+        result[...] = 0.0  # exact: an empty sum (or alpha == 0)
+        if bounds:
+            info.error_bound = np.zeros((m, n))
     else:
-        info = _emulate(A, B, scheme, num_moduli, mode, eng, result)
+        info = _emulate(A, B, scheme, num_moduli, mode, eng, result, policy, bounds)
     if alpha != 1.0:
         np.multiply(result, alpha, out=result)
     if beta != 0.0:
@@ -346,13 +547,14 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
     if out is not None and result is not out:
         out[...] = result
         result = out
-    return (result, info) if return_info else result
+    return (result, info) if (return_info or bounds) else result
 
 
 def dgemm(A: Any, B: Any, *, scheme: str = "auto",
           num_moduli: int | Literal["auto"] = "auto", mode: str = "accurate",
-          engine: str | Engine | None = "auto", out: np.ndarray | None = None,
-          return_info: bool = False):
+          engine: str | Engine | None = "auto", fallback: str | None = None,
+          out: np.ndarray | None = None, return_info: bool = False,
+          bounds: bool = False):
     """FP64-grade matrix product ``A @ B`` by Ozaki Scheme II.
 
     ``A`` and ``B`` are scaled to integers by powers of two, reduced modulo
@@ -372,33 +574,48 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
         the CPU BLAS engine (the fast path), or the scheme of a simulation engine.
     num_moduli : int or "auto"
         Number of moduli, from 2 to the scheme's table size (20). ``"auto"``
-        picks the count that keeps the error within 2x native FP64 at
-        ``phi <= 1``: 16 (int8), 13 (fp8), 6 (fp64) for ``k <= 4096``, more as
-        ``k`` grows.
+        (the default) picks the smallest count whose error bound, computed for
+        this call, meets the target ``|C_ij - (AB)_ij| <= u |(AB)_ij| +
+        u (|A||B|)_ij`` for every entry (accurate mode), or its normwise form
+        ``u ||a_i||_2 ||b_j||_2`` (fast mode); see :mod:`ozaki.certify`.
     mode : {"accurate", "fast"}
-        ``"accurate"`` bounds ``|A||B|`` with one exact small-integer GEMM;
-        ``"fast"`` uses row and column 2-norms (no GEMM, fewer bits kept).
+        ``"accurate"`` bounds ``|A||B|`` with one exact small-integer GEMM
+        (componentwise certificate); ``"fast"`` uses row and column norms (no
+        GEMM, fewer bits kept, normwise certificate).
     engine : str, Engine or "auto"
         ``"cpu-blas"`` (FP64 BLAS, the default), ``"cpu-fp8"`` (FP8 tensor-core
         simulation), ``"cpu-int8"`` (INT8 with INT32 accumulation).
+    fallback : {"native", "raise", "none"}, optional
+        What to do with entries whose bound misses the target even at the
+        largest count: ``"native"`` recomputes them with native FP64 (only
+        the rows and columns involved), ``"raise"`` raises
+        :class:`~ozaki.certify.CertificationError` saying how many bits were
+        missing and where, ``"none"`` keeps the emulated values and reports
+        them in ``info``. Default: ``"native"`` with ``num_moduli="auto"``,
+        ``"none"`` with an explicit count.
     out : ndarray, shape (m, n), float64, optional
         Destination; may not overlap ``A`` or ``B``.
     return_info : bool
         Also return an :class:`OzakiInfo`.
+    bounds : bool
+        Also compute ``info.error_bound``, the per-entry absolute error bound
+        (accurate mode; implies ``return_info``).
 
     Returns
     -------
     C : ndarray, shape (m, n), float64
     info : OzakiInfo
-        Only when ``return_info``.
+        Only when ``return_info`` or ``bounds``.
 
     Raises
     ------
     TypeError
         Complex or non-numeric input, non-integer ``num_moduli``.
     ValueError
-        Not 2-D, inner dimensions differ, unknown scheme, mode or engine,
-        ``num_moduli`` out of range, bad ``out``.
+        Not 2-D, inner dimensions differ, unknown scheme, mode, engine or
+        fallback, ``num_moduli`` out of range, bad ``out``.
+    ozaki.certify.CertificationError
+        With ``fallback="raise"``, when some entry cannot be certified.
 
     Notes
     -----
@@ -415,5 +632,5 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
     array([[ 3.,  3.],
            [12., 12.]])
     """
-    return gemm(A, B, scheme=scheme, num_moduli=num_moduli, mode=mode,
-                engine=engine, out=out, return_info=return_info)
+    return gemm(A, B, scheme=scheme, num_moduli=num_moduli, mode=mode, engine=engine,
+                fallback=fallback, out=out, return_info=return_info, bounds=bounds)

@@ -92,25 +92,31 @@ def _truncated(mant, E):
 def absmax_bits(X, axis):
     """Largest ``|x|`` bits over finite entries along rows (axis 0) or columns (1).
 
-    Returns ``(maxbits, nonfinite)``: the int64 bit pattern of the largest
-    finite magnitude (0 if none) and a flag for any Inf or NaN.
+    Returns ``(maxbits, nonfinite, nonzeros)``: the int64 bit pattern of the
+    largest finite magnitude (0 if none), a flag for any Inf or NaN, and the
+    number of finite nonzero entries.
     """
     m, k = X.shape
     n_out = m if axis == 0 else k
     best = np.zeros(n_out, np.int64)
     bad = np.zeros(n_out, np.bool_)
+    nnz = np.zeros(n_out, np.int64)
     if axis == 0:
         for i in nb.prange(m):
             b = 0
             f = False
+            c = 0
             for j in range(k):
                 a = X[i, j] & 0x7FFFFFFFFFFFFFFF
                 if a >= 0x7FF0000000000000:
                     f = True
-                elif a > b:
-                    b = a
+                elif a > 0:
+                    c += 1
+                    if a > b:
+                        b = a
             best[i] = b
             bad[i] = f
+            nnz[i] = c
     else:
         nchunks = (k + 255) // 256
         for c in nb.prange(nchunks):
@@ -121,9 +127,11 @@ def absmax_bits(X, axis):
                     a = X[i, j] & 0x7FFFFFFFFFFFFFFF
                     if a >= 0x7FF0000000000000:
                         bad[j] = True
-                    elif a > best[j]:
-                        best[j] = a
-    return best, bad
+                    elif a > 0:
+                        nnz[j] += 1
+                        if a > best[j]:
+                            best[j] = a
+    return best, bad, nnz
 
 
 @nb.njit(inline="always")
@@ -164,8 +172,9 @@ def residues(X, srow, scol, p, pinv, pow2mod, out):
             mant = x & _MANT
             if ex > 0:
                 mant |= _HIDDEN
-            if ex == 0x7FF:
+            if ex == 0x7FF:  # Inf/NaN: a zero that keeps E inside the tables
                 mant = 0
+                ex = 1
             E = max(ex, 1) - 1075 + si + scol[j]
             mt = mant >> min(max(-E, 0), 63)
             Ep = max(E, 0)
@@ -179,11 +188,12 @@ def residues(X, srow, scol, p, pinv, pow2mod, out):
 
 
 @nb.njit(parallel=True, cache=_CACHE)
-def quantize_up(X, srow, scol, out):
-    """``out[i, j] = ceil(|x_ij| * 2**(srow[i] + scol[j]))`` exactly (non-finite -> 0).
+def quantize_down(X, srow, scol, out):
+    """``out[i, j] = floor(|x_ij| * 2**(srow[i] + scol[j]))`` exactly (non-finite -> 0).
 
-    The caller picks the shifts so that every result is at most ``2**20``.
-    Ceiling of ``mant * 2**E`` for ``E < 0`` is the integer ``((mant - 1) >> -E) + 1``.
+    The floor of ``mant * 2**E`` is the integer shift ``mant >> -E`` (``E < 0``)
+    or ``mant << E``; the caller picks the shifts so that every result is below
+    ``2**20``.
     """
     m, k = X.shape
     for i in nb.prange(m):
@@ -194,50 +204,49 @@ def quantize_up(X, srow, scol, out):
                 out[i, j] = 0.0
                 continue
             mant, ex = _unpack(x)
-            if mant == 0:
-                out[i, j] = 0.0
-                continue
             E = ex + si + scol[j]
             if E >= 0:
                 out[i, j] = float(mant << E)
-            elif E <= -53:
-                out[i, j] = 1.0
             else:
-                out[i, j] = float(((mant - 1) >> (-E)) + 1)
+                out[i, j] = float(_truncated(mant, E))
 
 
 @nb.njit(inline="always")
-def _normalized_sq(x, E):
-    """``(|x| * 2**-E)**2`` for the row exponent ``E`` (``|x| < 2**E``); 0 below 2**-500."""
+def _normalized(x, E):
+    """``|x| * 2**-E`` for the line exponent ``E`` (``|x| < 2**E``); 0 below ``2**-500``."""
     mant, ex = _unpack(x)
     d = ex - E
     if d < -553:
         return 0.0
-    v = float(mant) * POW2[d + 1022] if d >= -1022 else 0.0
-    return v * v
+    return float(mant) * POW2[d + 1022]
 
 
 @nb.njit(parallel=True, cache=_CACHE)
-def sumsq_normalized(X, E, axis):
-    """Sum of ``(x * 2**-E)**2`` along rows (axis 0) or columns (axis 1).
+def norms_normalized(X, E, axis):
+    """Sums of ``(x 2**-E)**2`` and of ``|x| 2**-E`` along rows (axis 0) or columns (1).
 
     ``E`` holds one exponent per row (or column). Sums run in index order, one
     thread per row or column chunk, so the result does not depend on the thread
-    count. Non-finite entries are skipped. Terms below ``2**-1000`` are dropped:
-    the caller adds ``k * 2**-1000`` to keep an upper bound.
+    count. Non-finite entries are skipped; terms below ``2**-500`` are dropped
+    (the caller's upper bounds add ``k * 2**-500``).
     """
     m, k = X.shape
+    n_out = m if axis == 0 else k
+    sq = np.zeros(n_out)
+    ab = np.zeros(n_out)
     if axis == 0:
-        out = np.zeros(m)
         for i in nb.prange(m):
-            s = 0.0
+            s2 = 0.0
+            s1 = 0.0
             for j in range(k):
                 x = X[i, j]
                 if (x & 0x7FF0000000000000) != 0x7FF0000000000000:
-                    s += _normalized_sq(x, E[i])
-            out[i] = s
+                    v = _normalized(x, E[i])
+                    s2 += v * v
+                    s1 += v
+            sq[i] = s2
+            ab[i] = s1
     else:
-        out = np.zeros(k)
         nchunks = (k + 255) // 256
         for c in nb.prange(nchunks):
             j0 = c * 256
@@ -246,8 +255,10 @@ def sumsq_normalized(X, E, axis):
                 for j in range(j0, j1):
                     x = X[i, j]
                     if (x & 0x7FF0000000000000) != 0x7FF0000000000000:
-                        out[j] += _normalized_sq(x, E[j])
-    return out
+                        v = _normalized(x, E[j])
+                        sq[j] += v * v
+                        ab[j] += v
+    return sq, ab
 
 
 @nb.njit(parallel=True, cache=_CACHE)
@@ -345,10 +356,39 @@ def reconstruct(R, W, p_levels, p_inv, srow, scol, out):
             out[i, j] = ldexp(hi[j] + lo[j], -(si + scol[j]))
 
 
+@nb.njit(inline="always")
+def upper(G, rF, cF, nA, nB, i, j):
+    """Upper bound of ``sum_l alpha_il beta_lj`` from the floor GEMM ``G``.
+
+    With ``alpha = F + phi`` (``F = floor(alpha)``, ``0 <= phi < 1``, ``phi = 0``
+    where ``a = 0``): ``alpha beta <= F_a F_b + F_a [b != 0] + [a != 0] F_b +
+    [a != 0][b != 0]``, summed: ``G + rF_i + cF_j + min(nA_i, nB_j)``
+    (row and column sums of the floors, and nonzero counts). Exact integers.
+    """
+    if nA[i] == 0 or nB[j] == 0:
+        return 0.0
+    return G[i, j] + rF[i] + cF[j] + float(min(nA[i], nB[j]))
+
+
 @nb.njit(parallel=True, cache=_CACHE)
-def scaled_colmax(M, sigma):
-    """``max_i M[i, j] * 2**sigma[i]`` per column (``M >= 0``); exact (power-of-two scaling)."""
-    m, n = M.shape
+def upper_rowmax(G, rF, cF, nA, nB):
+    """``max_j upper_ij`` per row (exact; integer maxima)."""
+    m, n = G.shape
+    out = np.zeros(m)
+    for i in nb.prange(m):
+        best = 0.0
+        for j in range(n):
+            v = upper(G, rF, cF, nA, nB, i, j)
+            if v > best:
+                best = v
+        out[i] = best
+    return out
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def upper_scaled_colmax(G, rF, cF, nA, nB, sigma):
+    """``max_i upper_ij * 2**sigma[i]`` per column; exact (power-of-two scaling)."""
+    m, n = G.shape
     out = np.zeros(n)
     nchunks = (n + 255) // 256
     for c in nb.prange(nchunks):
@@ -357,7 +397,7 @@ def scaled_colmax(M, sigma):
         for i in range(m):
             f = POW2[sigma[i] + 1022]
             for j in range(j0, j1):
-                v = M[i, j] * f
+                v = upper(G, rF, cF, nA, nB, i, j) * f
                 if v > out[j]:
                     out[j] = v
     return out

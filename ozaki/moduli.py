@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
@@ -64,7 +65,7 @@ SCHEMES = ("int8", "fp8", "fp64")
 MIN_MODULI = 2
 
 #: Relative margin of the CRT range: shifts keep ``|A'B'| <= P (1 - ETA) / 2``
-#: so the quotient estimate (error below ``rho * 2**-51``, ``rho < 2**26``) never
+#: so the quotient estimate (error below ``rho * 2**-51``, ``rho < 2**28``) never
 #: rounds the wrong way. It costs ``2**-20`` of a bit.
 ETA = 2.0 ** -20
 
@@ -124,8 +125,18 @@ class CRTPlan:
     p_inv : float
         ``fl(1 / P)``.
     tail : float
-        Upper bound of ``|C'_computed - C'|`` from the dropped level tails, in
-        integer units of the scaled product.
+        Bound of the dropped level tails in integer units of ``C'`` (below 1/2,
+        so the level sums are exact).
+    rounding : float
+        ``R`` in ``|fl(C') - C'| <= (u + gamma**2) |C'| + R``: the compensated
+        sum of the ``L`` exact level terms ``D_l`` (Ogita-Rump-Oishi Sum2) errs
+        by at most ``u |C'| + gamma_{L-1}**2 sum_l |D_l|`` (``gamma_n = n u /
+        (1 - n u)``). For ``l >= 2``, ``|D_l| <= 0.75 (rho + 1) 2**(g_l + b)``,
+        so ``sum_{l>=2} |D_l| <= 0.76 (rho + 1) 2**g_1`` and, as
+        ``C' = sum_l D_l``, ``sum_l |D_l| <= |C'| + 1.51 (rho + 1) 2**g_1``:
+        ``R = gamma**2 1.51 (rho + 1) 2**g_1`` with ``g_1 = bitlen(P) - b``.
+    gamma2 : float
+        ``gamma_{L-1}**2``, the relative part of the same bound.
     """
 
     scheme: str
@@ -138,6 +149,8 @@ class CRTPlan:
     p_levels: np.ndarray
     p_inv: float
     tail: float
+    rounding: float
+    gamma2: float
 
     @property
     def num_moduli(self) -> int:
@@ -195,7 +208,17 @@ def crt_plan(scheme: str, num_moduli: int) -> CRTPlan:
     tail_f = float(tail)
     if tail_f < tail:  # round up: it bounds an error
         tail_f = math.nextafter(tail_f, math.inf)
-    return CRTPlan(scheme, moduli, P, Hf, rho, b, weights, p_levels, 1.0 / P, tail_f)
+    u = Fraction(1, 2 ** 53)
+    gamma = (levels - 1) * u / (1 - (levels - 1) * u)
+    rounding = gamma ** 2 * Fraction(151, 100) * (rho + 1) * 2 ** g_top
+    return CRTPlan(scheme, moduli, P, Hf, rho, b, weights, p_levels, 1.0 / P, tail_f,
+                   _up(rounding), _up(gamma ** 2))
+
+
+def _up(x: Fraction) -> float:
+    """``x`` rounded up to FP64 (for bounds)."""
+    f = float(x)
+    return math.nextafter(f, math.inf) if f < x else f
 
 
 # Bits of P that keep the componentwise error within 2x native FP64 at phi <= 1,

@@ -6,18 +6,20 @@ so that the CRT recovers ``A'B'`` from its residues. Every decision below uses
 exact operations only: exponents read from bit patterns, integer maxima,
 ``frexp`` of exactly known values, comparisons with ``H`` (rounded down).
 
-*accurate*: an exact small-integer GEMM bounds ``|A||B|``. With
-``E_i`` the row exponent (``max_l |a_il| < 2**E_i``) and ``e_i = r - E_i``,
-``A_bar = ceil(|A| 2**e)`` has integer entries at most ``2**r``; likewise
-``B_bar``. ``r`` is the scheme's unit range (4: FP8, 6: INT8, 20: FP64) capped
-so that ``k 2**(2r) <= 2**53``: every engine computes ``M = A_bar B_bar``
-exactly, so all engines see the same integers and choose the same shifts.
-Since ``(|A||B|)_ij <= 2**-(e_i + f_j) M_ij``, the shifts ``s = e + sigma``,
-``t = f + tau`` are safe when ``2**(sigma_i + tau_j) M_ij <= H``. We take
-``sigma_i`` the largest with ``2**(2 sigma_i) max_j M_ij <= H`` (then
-``2**(sigma_i+tau_j) M_ij <= sqrt(2**(2 sigma_i) mu_i 2**(2 tau_j) nu_j) <= H``
+*accurate*: one exact small-integer GEMM bounds ``|A||B|``. With ``E_i`` the
+row exponent (``max_l |a_il| < 2**E_i``) and ``e_i = r - E_i``, the magnitudes
+``alpha = |A| 2**e`` lie below ``2**r``; their floors ``F_A`` are integers below
+``2**r``; likewise ``beta``, ``F_B``. ``r`` depends on the scheme's unit and
+``k`` only (:func:`quantization_bits`), so every engine computes the same exact
+``G = F_A F_B`` and all engines choose the same shifts. ``G`` is a **lower**
+bound of ``alpha beta`` (used by :mod:`ozaki.certify`), and
+``U = G + rF + cF + min(nA, nB)`` an **upper** bound (:func:`ozaki.kernels.upper`).
+Since ``(|A||B|)_ij <= 2**-(e_i + f_j) U_ij``, the shifts ``s = e + sigma``,
+``t = f + tau`` are safe when ``2**(sigma_i + tau_j) U_ij <= H``. We take
+``sigma_i`` the largest with ``2**(2 sigma_i) max_j U_ij <= H`` (then
+``2**(sigma_i+tau_j) U_ij <= sqrt(2**(2 sigma_i) mu_i 2**(2 tau_j) nu_j) <= H``
 for the symmetric ``tau``) and then ``tau_j`` the largest with
-``max_i 2**(sigma_i + tau_j) M_ij <= H``, which is at least the symmetric one.
+``max_i 2**(sigma_i + tau_j) U_ij <= H``, which is at least the symmetric one.
 
 *fast*: Cauchy-Schwarz, ``|A'B'|_ij <= ||a'_i||_2 ||b'_j||_2``. With the
 normalised squared norms ``n_i >= ||a_i 2**-E_i||^2`` (fixed-order sums, rounded
@@ -35,9 +37,10 @@ import numpy as np
 from . import kernels
 
 __all__ = ["exponents", "half_fit", "fit", "quantization_bits", "fast_shifts",
-           "accurate_quantizers", "accurate_shifts"]
+           "accurate_quantizers", "accurate_extra_shifts"]
 
-#: log2 of the largest quantised magnitude of the accurate-mode bound per scheme.
+#: log2 of the largest quantised magnitude the scheme's unit multiplies exactly:
+#: FP8 E4M3 holds the integers up to 16, INT8 up to 127 (64 keeps a margin).
 _UNIT_BITS = {"fp8": 4, "int8": 6, "fp64": 20}
 
 
@@ -78,10 +81,15 @@ def fit(nu: np.ndarray, H: float) -> np.ndarray:
 
 
 def quantization_bits(scheme: str, k: int) -> int:
-    """``r``: accurate-mode magnitudes are quantised to integers ``<= 2**r`` with
-    ``k 2**(2 r) <= 2**53`` so that the bound GEMM is exact in FP64 too."""
-    cap = (53 - math.ceil(math.log2(max(k, 1)))) // 2
-    return min(_UNIT_BITS[scheme], cap)
+    """``r``: accurate-mode magnitudes are quantised to integers below ``2**r``.
+
+    ``r`` is the scheme unit's range, at most what keeps ``k 2**(2 r) <= 2**24``
+    (the bound GEMM is then exact in FP32: SGEMM on the CPU, half a DGEMM's
+    cost) but not below 4, and always ``k 2**(2 r) <= 2**53``.
+    """
+    lk = math.ceil(math.log2(max(k, 1)))
+    r = min(_UNIT_BITS[scheme], max(4, (24 - lk) // 2))
+    return min(r, (53 - lk) // 2)
 
 
 def fast_shifts(E: np.ndarray, zero: np.ndarray, sumsq: np.ndarray, k: int,
@@ -89,8 +97,9 @@ def fast_shifts(E: np.ndarray, zero: np.ndarray, sumsq: np.ndarray, k: int,
     """Fast-mode shifts ``s = sigma - E`` from normalised squared norms.
 
     ``sumsq`` are fixed-order FP64 sums of at most ``k`` squares below 1; the
-    factor ``1 + (k + 4) 2**-52`` and the term ``k 2**-1000`` (terms dropped by
-    the kernel) make them upper bounds of the exact sums.
+    factor ``1 + (k + 4) 2**-52`` and the term ``k 2**-1000`` (the squares of the
+    terms below ``2**-500`` that the kernel drops) make them upper bounds of the
+    exact sums.
     """
     upper = sumsq * (1.0 + (k + 4) * 2.0 ** -52) + k * 2.0 ** -1000
     sigma = half_fit(np.where(zero, 0.0, upper), H)
@@ -98,15 +107,16 @@ def fast_shifts(E: np.ndarray, zero: np.ndarray, sumsq: np.ndarray, k: int,
 
 
 def accurate_quantizers(E: np.ndarray, zero: np.ndarray, r: int) -> np.ndarray:
-    """Shifts ``e = r - E`` that map each line's largest magnitude below ``2**r``."""
+    """Shifts ``e = r - E`` that map each line's magnitudes below ``2**r``."""
     return np.where(zero, 0, r - E).astype(np.int64)
 
 
-def accurate_shifts(M: np.ndarray, e: np.ndarray, f: np.ndarray,
-                    H: float) -> tuple[np.ndarray, np.ndarray]:
-    """Shifts ``(s, t)`` from the exact bound ``M = A_bar B_bar`` (see module docstring)."""
-    mu = M.max(axis=1) if M.shape[1] else np.zeros(M.shape[0])
-    sigma = half_fit(mu, H)
-    nu = kernels.scaled_colmax(M, sigma)
-    tau = fit(nu, H)
-    return e + sigma, f + tau
+def accurate_extra_shifts(G: np.ndarray, rF: np.ndarray, cF: np.ndarray, nA: np.ndarray,
+                          nB: np.ndarray, H: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(sigma, tau)`` from the floor GEMM ``G`` (see module docstring);
+    the shifts are ``s = e + sigma``, ``t = f + tau``."""
+    with kernels.LOCK:
+        mu = kernels.upper_rowmax(G, rF, cF, nA, nB)
+        sigma = half_fit(mu, H)
+        nu = kernels.upper_scaled_colmax(G, rF, cF, nA, nB, sigma)
+    return sigma, fit(nu, H)

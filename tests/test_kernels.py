@@ -67,29 +67,29 @@ def test_residues_column_shifts_and_nonfinite():
 
 
 @given(st.lists(finite, min_size=1, max_size=16), st.integers(0, 20))
-def test_quantize_up_is_the_exact_ceiling(xs, r):
+def test_quantize_down_is_the_exact_floor(xs, r):
     X = np.array([xs])
     top = max((math.frexp(abs(x))[1] for x in xs if x), default=0)
     shift = r - top
     out = np.empty_like(X)
-    kernels.quantize_up(X.view(np.int64), np.array([shift]), np.zeros(len(xs), np.int64), out)
+    kernels.quantize_down(X.view(np.int64), np.array([shift]), np.zeros(len(xs), np.int64), out)
     for x, q in zip(xs, out[0]):
         exact = abs(Fraction(x)) * Fraction(2) ** shift
-        assert q == math.ceil(exact) and q <= 2 ** r
+        assert q == math.floor(exact) and q < 2 ** r
 
 
 @given(st.lists(finite.filter(lambda v: v != 0), min_size=1, max_size=8))
 def test_absmax_bits_and_exponents(xs):
     from ozaki.scaling import exponents
-    X = np.array([xs + [np.inf]])
-    best, bad = kernels.absmax_bits(X.view(np.int64), 0)
-    assert bad[0]
+    X = np.array([xs + [np.inf, 0.0]])
+    best, bad, nnz = kernels.absmax_bits(X.view(np.int64), 0)
+    assert bad[0] and nnz[0] == len(xs)
     E, zero = exponents(best)
     m = max(abs(x) for x in xs)
     assert not zero[0] and m < 2.0 ** E[0] if E[0] < 1024 else True
     assert Fraction(m) < Fraction(2) ** int(E[0]) <= 2 * Fraction(m)
-    best_c, bad_c = kernels.absmax_bits(X.T.copy().view(np.int64), 1)
-    assert best_c[0] == best[0] and bad_c[0]
+    best_c, bad_c, nnz_c = kernels.absmax_bits(X.T.copy().view(np.int64), 1)
+    assert best_c[0] == best[0] and bad_c[0] and nnz_c[0] == len(xs)
 
 
 @given(st.integers(-2 ** 60, 2 ** 60), st.integers(-2300, 2300))

@@ -1,0 +1,245 @@
+"""The accuracy contract: per-call, per-entry error bounds and the moduli count they choose.
+
+Target (what native DGEMM achieves in practice), for every entry::
+
+    |C_ij - (AB)_ij| <= u |(AB)_ij| + u (|A||B|)_ij,        u = 2**-53.
+
+The bound
+---------
+With ``A' = trunc(diag(2**s) A)``, ``B' = trunc(B diag(2**t))`` and
+``C~ = diag(2**-s) A'B' diag(2**-t)`` (recovered exactly by the CRT), the
+truncation error is at most (DESIGN.md, "Error bound")::
+
+    T_ij = sum_l min(2**-s_i, |a_il|) |b_lj| + sum_l |a_il| min(2**-t_j, |b_lj|).
+
+Accurate mode has the exact floor GEMM ``G = F_A F_B`` of the quantised
+magnitudes ``alpha = |A| 2**e``, ``beta = |B| 2**f`` (:mod:`ozaki.scaling`). As
+``min(2**-s_i, |a_il|) <= 2**-s_i [a_il != 0]`` and
+``sum_l [a_il != 0] beta_lj <= cF_j + min(nA_i, nB_j)`` (column sums of the
+floors, nonzero counts), and symmetrically,
+``T_ij <= 2**-(e_i + f_j) (2**-sigma_i (cF_j + c_ij) + 2**-tau_j (rF_i + c_ij))``
+with ``s = e + sigma``, ``t = f + tau``, ``c_ij = min(nA_i, nB_j)``; and
+``T_ij <= 2 (|A||B|)_ij`` always. ``G`` itself is a **lower** bound:
+``(|A||B|)_ij >= 2**-(e_i + f_j) G_ij``.
+
+The reconstruction is exact up to the compensated sum of its ``L`` level terms
+(Ogita-Rump-Oishi Sum2): ``|fl(C') - C'| <= (u + g) |C'| + R`` with ``g`` and
+``R`` from :class:`ozaki.moduli.CRTPlan` (``gamma2`` and ``rounding``), and the
+scale-back rounds once more (by at most ``2**-1075``) only for subnormal results.
+Altogether, with ``|C~| <= |AB| + T <= 2 |A||B|``::
+
+    |C_ij - (AB)_ij| <= u |(AB)_ij| + (1 + u)(T_ij + 2**-(s_i + t_j) R)
+                        + 2 g (|A||B|)_ij + 2**-1075,
+
+so an entry is **certified** when ``(1 + u)(T_ij + 2**-(s_i+t_j) R) +
+2 g (|A||B|)_ij + 2**-1075 <= u (|A||B|)_ij``, checked against the lower bound
+above (and the upper bound for the ``g`` term). Every quantity is
+scaled by ``2**(e_i + f_j)`` first, so nothing over- or underflows; the float
+evaluation carries a relative safety factor of ``2**-40``.
+
+Fast mode has no componentwise information; it certifies the weaker normwise
+form ``error_ij <= u ||a_i||_2 ||b_j||_2`` from ``T_ij <= 2**-s_i ||b_j||_1 +
+2**-t_j ||a_i||_1`` (see :func:`normwise_ratio`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+from . import kernels, scaling
+from .moduli import MIN_MODULI, MODULI, crt_plan
+
+__all__ = ["CertificationError", "Certificate", "Refinement", "componentwise",
+           "normwise_ratio", "choose_count"]
+
+U = 2.0 ** -53
+_SAFETY = 1.0 + 2.0 ** -40
+
+
+class CertificationError(ArithmeticError):
+    """Raised with ``fallback="raise"`` when some entries cannot be certified."""
+
+
+@nb.njit(parallel=True, cache=True)
+def _componentwise(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, ratio, bound):
+    """Per-entry ratio of the certified bound to the target (see module docstring).
+
+    Returns per-row maxima of the ratio and per-row counts of entries above 1;
+    writes ``ratio`` (per entry) and ``bound`` (the absolute term
+    ``(1+u)(T + 2**-(s+t) R) + 2**-1075``, unscaled) when they have entries.
+    Entries whose upper bound vanishes are exact zeros: ratio 0.
+    """
+    m, n = G.shape
+    rowmax = np.zeros(m)
+    rowfail = np.zeros(m, np.int64)
+    fill_ratio = ratio.shape[0] > 0
+    fill_bound = bound.shape[0] > 0
+    for i in nb.prange(m):
+        ps = kernels.POW2[-sigma[i] + 1022]
+        worst = 0.0
+        fails = 0
+        for j in range(n):
+            up = kernels.upper(G, rF, cF, nA, nB, i, j)
+            if up == 0.0:
+                r = 0.0
+                if fill_bound:
+                    bound[i, j] = 0.0
+            else:
+                pt = kernels.POW2[-tau[j] + 1022]
+                c = float(min(nA[i], nB[j]))
+                trunc = min(ps * (cF[j] + c) + pt * (rF[i] + c), 2.0 * up)
+                # 2**-1075 (the subnormal scale-back) in the units 2**-(e_i + f_j)
+                sub = kernels.ldexp(1.0, e[i] + f[j] - 1075)
+                num = ((1.0 + 2.0 ** -53) * (trunc + (ps * pt) * R) + 2.0 * g2 * up
+                       + sub) * safety
+                low = G[i, j]
+                r = num / (2.0 ** -53 * low) if low > 0.0 else np.inf
+                if fill_bound:
+                    # + the smallest subnormal covers a rounding of ldexp there
+                    bound[i, j] = kernels.ldexp(num, -(e[i] + f[j])) + 5e-324
+            if r > worst:
+                worst = r
+            if r > 1.0:
+                fails += 1
+            if fill_ratio:
+                ratio[i, j] = r
+        rowmax[i] = worst
+        rowfail[i] = fails
+    return rowmax, rowfail
+
+
+@dataclass
+class Certificate:
+    """Outcome of the bound for one moduli count.
+
+    Attributes
+    ----------
+    num_moduli : int
+    sigma, tau : ndarray of int64
+        Extra shifts on top of the quantisation exponents (``s = e + sigma``).
+    max_ratio : float
+        Largest ``bound / target`` over the entries (``<= 1``: all certified).
+    uncertified : int
+        Entries whose bound misses the target.
+    kind : str
+        ``"componentwise"`` (accurate mode) or ``"normwise"`` (fast mode).
+    """
+
+    num_moduli: int
+    sigma: np.ndarray
+    tau: np.ndarray
+    max_ratio: float
+    uncertified: int
+    kind: str
+
+
+def componentwise(G, rF, cF, nA, nB, e, f, scheme: str, num_moduli: int, *, ratio=None,
+                  bound=None, sigma=None, tau=None) -> Certificate:
+    """Shifts for ``num_moduli`` and their componentwise certificate (accurate mode).
+
+    ``G`` is the floor GEMM, ``rF``/``cF`` the row/column sums of the floors,
+    ``nA``/``nB`` the nonzero counts, ``e``/``f`` the quantisation exponents.
+    ``sigma``/``tau`` impose the extra shifts (else they are chosen from ``G``);
+    ``ratio`` and ``bound`` (m, n) receive the per-entry ratio and absolute bound.
+    """
+    plan = crt_plan(scheme, num_moduli)
+    if sigma is None:
+        sigma, tau = scaling.accurate_extra_shifts(G, rF, cF, nA, nB, plan.H)
+    empty2 = np.zeros((0, 0))
+    with kernels.LOCK:
+        rowmax, rowfail = _componentwise(
+            G, rF, cF, nA, nB, sigma, tau, plan.rounding, plan.gamma2, e, f, _SAFETY,
+            empty2 if ratio is None else ratio, empty2 if bound is None else bound)
+    return Certificate(num_moduli, sigma, tau, float(rowmax.max(initial=0.0)),
+                       int(rowfail.sum()), "componentwise")
+
+
+@dataclass
+class Refinement:
+    """Exact FP64 floor GEMM at a finer quantisation, for a block of entries.
+
+    The coarse bound quantises to the scheme unit's range (16 on FP8): small
+    entries floor to 0 and the lower bound of ``|A||B|`` can vanish. For the
+    rows and columns holding uncertified entries, the same bound is formed on
+    FP64 BLAS with ``r = min(20, (53 - log2 k) / 2)`` bits (still exact, hence
+    the same on every engine); it decides for those entries alone.
+    """
+
+    rows: np.ndarray
+    cols: np.ndarray
+    G: np.ndarray
+    rF: np.ndarray
+    cF: np.ndarray
+    nA: np.ndarray
+    nB: np.ndarray
+    e: np.ndarray
+    f: np.ndarray
+
+    def certify(self, cert: Certificate, e, f, scheme, ratio, bound=None) -> Certificate:
+        """Combine ``cert`` (coarse, whose per-entry ``ratio`` is given) with this block."""
+        ix = np.ix_(self.rows, self.cols)
+        sigma = cert.sigma[self.rows] + e[self.rows] - self.e
+        tau = cert.tau[self.cols] + f[self.cols] - self.f
+        fine_ratio = np.empty(ix[0].shape[:1] + ix[1].shape[1:])
+        fine_bound = None if bound is None else np.empty_like(fine_ratio)
+        componentwise(self.G, self.rF, self.cF, self.nA, self.nB, self.e, self.f, scheme,
+                      cert.num_moduli, ratio=fine_ratio, bound=fine_bound,
+                      sigma=sigma, tau=tau)
+        ratio[ix] = np.minimum(ratio[ix], fine_ratio)
+        if bound is not None:
+            bound[ix] = np.minimum(bound[ix], fine_bound)
+        return Certificate(cert.num_moduli, cert.sigma, cert.tau,
+                           float(ratio.max(initial=0.0)), int((ratio > 1).sum()), cert.kind)
+
+
+def normwise_ratio(E_a, n2_a, n1_a, zero_a, E_b, n2_b, n1_b, zero_b, s, t, k, R,
+                   g2) -> float:
+    """Largest ``bound / (u ||a_i||_2 ||b_j||_2)`` of the fast-mode (normwise) bound.
+
+    Per line the kernels give the normalised sums ``n2 = ||a 2**-E||_2**2`` and
+    ``n1 = ||a 2**-E||_1`` (fixed-order FP64 sums, relative error below
+    ``(k + 2) u``). With ``x_i = 2**-(s_i + E_i) / ||a_i 2**-E_i||_2`` and
+    ``alpha_i = ||a_i||_1 / ||a_i||_2``,
+    ``T_ij / (||a_i|| ||b_j||) <= x_i beta_j + y_j alpha_i``; the maximum over
+    ``(i, j)`` is bounded by the product of the maxima (separable, O(m + n)).
+    ``R`` and ``g2`` are the reconstruction's terms (:class:`ozaki.moduli.CRTPlan`).
+    """
+    slack = 1.0 + (k + 8) * 2.0 ** -52
+    nz_a, nz_b = ~zero_a, ~zero_b
+    if not nz_a.any() or not nz_b.any():
+        return 0.0
+    na = np.sqrt(n2_a[nz_a] / slack)  # lower bounds of the normalised 2-norms
+    nb_ = np.sqrt(n2_b[nz_b] / slack)
+    x = np.ldexp(1.0, -(s[nz_a] + E_a[nz_a]).astype(np.int64)) / na
+    y = np.ldexp(1.0, -(t[nz_b] + E_b[nz_b]).astype(np.int64)) / nb_
+    alpha = (n1_a[nz_a] * slack) / na
+    beta = (n1_b[nz_b] * slack) / nb_
+    ratio = x.max() * beta.max() + y.max() * alpha.max() + R * x.max() * y.max()
+    # |A||B| <= ||a_i||_2 ||b_j||_2 (Cauchy-Schwarz) bounds the 2 g |A||B| term
+    return float(((1 + U) * ratio + 2 * g2) * _SAFETY / U)
+
+
+def choose_count(evaluate, scheme: str, start: int, down: bool = True) -> Certificate:
+    """Smallest count whose certificate holds, searching from ``start``.
+
+    ``evaluate(n) -> Certificate``; the bound decreases with the count (the
+    shifts only grow with ``P``), so the search walks down while certified and
+    up while not. Returns the certificate of the largest count when none holds.
+    """
+    top = len(MODULI[scheme])
+    n = min(max(start, MIN_MODULI), top)
+    cert = evaluate(n)
+    if cert.uncertified == 0:
+        while down and n > MIN_MODULI:
+            lower = evaluate(n - 1)
+            if lower.uncertified:
+                break
+            n, cert = n - 1, lower
+        return cert
+    while cert.uncertified and n < top:
+        n += 1
+        cert = evaluate(n)
+    return cert
