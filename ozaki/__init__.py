@@ -8,10 +8,11 @@ Remainder Theorem. Bitwise reproducible across engines and thread counts.
 >>> C = ozaki.dgemm(np.eye(3), np.arange(9.0).reshape(3, 3))
 """
 
+from .certify import CertificationError
 from .engines import available_engines
 from .emulation import OzakiInfo, dgemm, gemm, workspace_bytes
 from .moduli import MODULI_VERSION
 
 __all__ = ["dgemm", "gemm", "available_engines", "workspace_bytes", "OzakiInfo",
-           "MODULI_VERSION"]
+           "CertificationError", "MODULI_VERSION"]
 __version__ = "0.1.0"

@@ -18,7 +18,7 @@ def AB(rng):
 
 def test_public_surface():
     assert set(ozaki.__all__) == {"dgemm", "gemm", "available_engines", "workspace_bytes",
-                                  "OzakiInfo", "MODULI_VERSION"}
+                                  "OzakiInfo", "CertificationError", "MODULI_VERSION"}
     assert ozaki.MODULI_VERSION == 1
 
 

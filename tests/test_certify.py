@@ -1,0 +1,170 @@
+"""The accuracy contract: certified bounds hold, auto meets the target or says so."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import ozaki
+from ozaki.certify import CertificationError
+from validation.reference import exact_matmul, fraction_matmul, test_matrix
+
+U = Fraction(1, 2 ** 53)
+SCHEMES = ["int8", "fp8", "fp64"]
+
+
+def exact_abs(A, B):
+    return fraction_matmul(np.abs(A), np.abs(B))
+
+
+def check_bound(A, B, C, bound):
+    """|C - AB| <= bound, in exact rational arithmetic."""
+    exact = fraction_matmul(A, B)
+    for i in range(C.shape[0]):
+        for j in range(C.shape[1]):
+            assert abs(Fraction(C[i, j]) - exact[i][j]) <= Fraction(bound[i, j]), (i, j)
+
+
+def meets_target(A, B, C):
+    """Per-entry flags of |C - AB| <= u |AB| + u |A||B| (exact)."""
+    exact, absab = fraction_matmul(A, B), exact_abs(A, B)
+    return np.array([[abs(Fraction(C[i, j]) - exact[i][j]) <= U * abs(exact[i][j]) + U * absab[i][j]
+                      for j in range(C.shape[1])] for i in range(C.shape[0])])
+
+
+def hard_cases(rng):
+    cases = {}
+    A, B = test_matrix(5, 64, 1.0, rng), test_matrix(64, 4, 1.0, rng)
+    A[2] = 0.0
+    B[:, 1] = 0.0
+    cases["zero row and column"] = (A, B)
+    A = test_matrix(4, 40, 0.0, rng)
+    A[:, ::3] *= 1e300
+    A[:, 1::3] *= 1e-300
+    cases["1e-300 to 1e300 in a row"] = (A, test_matrix(40, 3, 0.0, rng))
+    A = test_matrix(3, 30, 0.5, rng) * 2.0 ** -1060
+    cases["subnormals"] = (A, test_matrix(30, 3, 0.5, rng) * 2.0 ** 1000)
+    A = test_matrix(3, 20, 0.5, rng) * 1e300
+    cases["near overflow"] = (A, test_matrix(20, 4, 0.5, rng) * 1e5)
+    A = test_matrix(4, 50, 1.0, rng)
+    B = test_matrix(50, 3, 1.0, rng)
+    B[:, 2] = B[:, 0]
+    A[:, -1] = 0.0
+    x = -(A[:, :-1] @ B[:-1, 0])  # make column 0 of AB (nearly) cancel
+    A[:, -1] = x / B[-1, 0]
+    cases["cancellation"] = (A, B)
+    cases["k = 1"] = (test_matrix(4, 1, 2.0, rng), test_matrix(1, 5, 2.0, rng))
+    return cases
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("phi", [0.5, 2.0, 4.0])
+def test_bound_holds_for_every_count(scheme, phi, rng):
+    A, B = test_matrix(4, 96, phi, rng), test_matrix(96, 3, phi, rng)
+    for n in (3, 7, 12, 20):
+        C, info = ozaki.dgemm(A, B, scheme=scheme, num_moduli=n, bounds=True)
+        assert info.bound_kind == "componentwise" and info.fallback == "none"
+        check_bound(A, B, C, info.error_bound)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_bound_and_target_on_hard_inputs(scheme, rng):
+    for name, (A, B) in hard_cases(rng).items():
+        C, info = ozaki.dgemm(A, B, scheme=scheme, bounds=True)
+        assert np.all(np.isfinite(C)), name
+        ok = meets_target(A, B, C)
+        if info.fallback == "none":
+            assert info.certified and ok.all(), name
+            check_bound(A, B, C, info.error_bound)
+        else:  # entries that could not be certified were recomputed natively
+            assert info.fallback == "native" and info.fallback_entries == info.uncertified > 0
+            check_bound(A, B, C, info.error_bound)
+
+
+def test_zero_rows_and_columns_are_exact_zeros(rng):
+    A, B = hard_cases(rng)["zero row and column"]
+    C, info = ozaki.dgemm(A, B, return_info=True)
+    assert info.certified and np.all(C[2] == 0) and np.all(C[:, 1] == 0)
+
+
+def test_auto_meets_target_at_phi_up_to_one_without_fallback(rng):
+    for phi in (0.0, 0.5, 1.0):
+        A, B = test_matrix(6, 256, phi, rng), test_matrix(256, 5, phi, rng)
+        for scheme in SCHEMES:
+            C, info = ozaki.dgemm(A, B, scheme=scheme, return_info=True)
+            assert info.certified and info.fallback == "none" and info.max_bound_ratio <= 1
+            assert meets_target(A, B, C).all()
+            # the smallest certified count: one fewer does not certify
+            if info.num_moduli > 2:
+                _, below = ozaki.dgemm(A, B, scheme=scheme, num_moduli=info.num_moduli - 1,
+                                       return_info=True)
+                assert below.max_bound_ratio > 1 or below.num_moduli < info.num_moduli
+
+
+def test_auto_count_is_the_same_on_every_engine(rng):
+    A, B = test_matrix(5, 200, 2.0, rng), test_matrix(200, 4, 2.0, rng)
+    results = [ozaki.dgemm(A, B, scheme="fp8", engine=e, return_info=True)
+               for e in ("cpu-blas", "cpu-fp8", "cpu-int8")]
+    assert len({r[1].num_moduli for r in results}) == 1
+    assert all(np.array_equal(r[0].view(np.int64), results[0][0].view(np.int64)) for r in results)
+
+
+def test_fallback_policies(rng):
+    # (AB)_00 = 1 comes from 1e-300 * 1e300, invisible next to the 1e300 in row 0
+    A = np.array([[1e300, 1e-300, 1.0], [2.0, 3.0, -1.0], [0.5, 1e-300, 4.0]])
+    B = np.array([[0.0, 1.0], [1e300, 1.0], [0.0, 2.0]])
+    C, info = ozaki.dgemm(A, B, scheme="int8", fallback="none", return_info=True)
+    assert info.uncertified > 0 and info.fallback == "none" and info.fallback_entries == 0
+    Cn, infon = ozaki.dgemm(A, B, scheme="int8", return_info=True)  # auto -> native
+    assert infon.fallback == "native" and infon.fallback_entries == infon.uncertified
+    rows, cols = infon.fallback_block
+    assert 0 < rows * cols <= C.size
+    assert Cn[0, 0] == 1.0 and C[0, 0] != 1.0
+    assert np.sum(Cn != C) <= infon.fallback_entries
+    with pytest.raises(CertificationError, match=r"cannot be certified .* C\[\d+, \d+\]"):
+        ozaki.dgemm(A, B, scheme="int8", fallback="raise")
+    with pytest.raises(ValueError, match="fallback must be one of"):
+        ozaki.dgemm(A, B, fallback="maybe")
+
+
+def test_raise_says_how_many_bits(rng):
+    A, B = test_matrix(4, 64, 1.0, rng), test_matrix(64, 3, 1.0, rng)
+    with pytest.raises(CertificationError, match=r"about \d+ more bits of P"):
+        ozaki.dgemm(A, B, scheme="int8", num_moduli=8, fallback="raise")
+
+
+@pytest.mark.parametrize("mode", ["accurate", "fast"])
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_auto_is_scale_invariant(mode, scheme, rng):
+    A, B = test_matrix(6, 120, 1.0, rng), test_matrix(120, 5, 1.0, rng)
+    C, info = ozaki.dgemm(A, B, scheme=scheme, mode=mode, return_info=True)
+    for e in (-200, 37, 300):
+        C2, info2 = ozaki.dgemm(np.ldexp(A, e), B, scheme=scheme, mode=mode, return_info=True)
+        assert info2.num_moduli == info.num_moduli
+        assert np.array_equal(C2, np.ldexp(C, e))
+
+
+def test_fast_mode_certifies_the_normwise_form(rng):
+    for phi in (0.5, 2.0):
+        A, B = test_matrix(5, 300, phi, rng), test_matrix(300, 4, phi, rng)
+        C, info = ozaki.dgemm(A, B, mode="fast", scheme="int8", return_info=True)
+        assert info.bound_kind == "normwise" and info.certified
+        exact = fraction_matmul(A, B)
+        na = np.linalg.norm(A, axis=1)
+        nb = np.linalg.norm(B, axis=0)
+        for i in range(5):
+            for j in range(4):
+                err = abs(Fraction(C[i, j]) - exact[i][j])
+                assert err <= U * Fraction(na[i] * nb[j]) * Fraction(1 + 2 ** -40)
+
+
+def test_large_k_certified(rng):
+    k = 2 ** 20
+    A, B = test_matrix(2, k, 1.0, rng), test_matrix(k, 2, 1.0, rng)
+    ref = exact_matmul(A, B)
+    absab = np.abs(A) @ np.abs(B)
+    for scheme in SCHEMES:
+        C, info = ozaki.dgemm(A, B, scheme=scheme, return_info=True)
+        assert info.certified, scheme
+        half_ulp = np.spacing(np.abs(ref)) / 2  # the reference is itself rounded
+        assert np.all(np.abs(C - ref) <= 2.0 ** -53 * (np.abs(ref) + absab) * (1 + 1e-9) + half_ulp)
