@@ -10,7 +10,8 @@ Remainder Theorem. Bitwise reproducible across engines and thread counts.
 
 from .certify import CertificationError
 from .engines import available_engines
-from .emulation import OzakiInfo, dgemm, gemm, workspace_bytes
+from .emulation import dgemm, gemm, workspace_bytes
+from .info import OzakiInfo
 from .moduli import MODULI_VERSION
 
 __all__ = ["dgemm", "gemm", "available_engines", "workspace_bytes", "OzakiInfo",

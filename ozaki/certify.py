@@ -53,7 +53,7 @@ from . import kernels, scaling
 from .moduli import MIN_MODULI, MODULI, crt_plan
 
 __all__ = ["CertificationError", "Certificate", "Refinement", "componentwise",
-           "normwise_ratio", "choose_count"]
+           "normwise_ratio", "choose_count", "explain", "native_fallback"]
 
 U = 2.0 ** -53
 _SAFETY = 1.0 + 2.0 ** -40
@@ -243,3 +243,60 @@ def choose_count(evaluate, scheme: str, start: int, down: bool = True) -> Certif
         n += 1
         cert = evaluate(n)
     return cert
+
+
+def explain(cert, mask, scheme, mode):
+    """Message for ``fallback="raise"``: how many bits were missing, and where."""
+    plan = crt_plan(scheme, cert.num_moduli)
+    where = ""
+    if mask is not None:
+        i, j = np.argwhere(mask)[0]
+        where = f"; the first is C[{i}, {j}]"
+    if np.isfinite(cert.max_ratio):
+        # each extra bit of both shifts halves the bound: 2 bits of P per bit
+        need = f"about {2 * np.log2(cert.max_ratio):.0f} more bits of P"
+    else:
+        need = "a nonzero lower bound of |A||B| (structural cancellation or a wide exponent spread)"
+    return (f"{cert.uncertified} entries cannot be certified ({cert.kind} bound, {mode} mode) "
+            f"with {cert.num_moduli} {scheme} moduli ({plan.log2_P:.0f} bits of P); the worst "
+            f"bound is {cert.max_ratio:.3g} times the target, needing {need}{where}. "
+            "Use fallback='native' or 'none', or another scheme.")
+
+
+def native_fallback(A, B, mask, out, info):
+    """Recompute the uncertified entries with native FP64 GEMM, block by block.
+
+    Only the rows and columns that hold an uncertified entry enter the native
+    product, and only the uncertified entries are replaced. Without a mask (the
+    normwise bound of fast mode) the whole product is recomputed.
+    """
+    with np.errstate(invalid="ignore", over="ignore"):  # non-finite rows are redone later
+        _native_into(A, B, mask, out, info)
+    info.fallback = "native"
+
+
+def _native_into(A, B, mask, out, info):
+    if mask is None:
+        out[...] = A @ B
+        info.fallback_entries = out.size
+        info.fallback_block = out.shape
+    else:
+        rows = np.flatnonzero(mask.any(axis=1))
+        cols = np.flatnonzero(mask.any(axis=0))
+        ix = np.ix_(rows, cols)
+        Ar, Bc = A[rows], B[:, cols]
+        native = Ar @ Bc
+        sub = mask[ix]
+        block = out[ix]
+        block[sub] = native[sub]
+        out[ix] = block
+        info.fallback_entries = int(sub.sum())
+        info.fallback_block = (len(rows), len(cols))
+        if info.error_bound is not None:
+            # native FP64 in any summation order: |error| <= gamma_k (|A||B|),
+            # and the computed |A||B| is below (1 + gamma_k) of it
+            k = A.shape[1]
+            g = k * 2.0 ** -53 / (1 - k * 2.0 ** -53)
+            eb = info.error_bound[ix]
+            eb[sub] = (g * (1 + g) * (1 + 2.0 ** -50)) * (np.abs(Ar) @ np.abs(Bc))[sub]
+            info.error_bound[ix] = eb

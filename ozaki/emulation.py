@@ -9,86 +9,23 @@ modulus) and the CRT combines them in one pass at the end, in registers.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
 from . import certify, kernels, scaling
 from .engines import BlasEngine, Engine, get_engine
-from .moduli import MIN_MODULI, MODULI, MODULI_VERSION, SCHEMES, auto_num_moduli, crt_plan
+from .info import OzakiInfo
+from .moduli import MIN_MODULI, MODULI, SCHEMES, auto_num_moduli, crt_plan
+from .operands import MAX_EXPONENT, Operand, pow2mod
 from .products import gemms_per_modulus, modular_constants, modular_product, product_kblock
 from .special import apply_nonfinite
 from .workspace import workspace
 
-__all__ = ["dgemm", "gemm", "workspace_bytes", "OzakiInfo"]
+__all__ = ["dgemm", "gemm", "workspace_bytes"]
 
 MODES = ("accurate", "fast")
 FALLBACKS = ("native", "raise", "none")
-_PHASES = ("scaling", "residues", "products", "reconstruction")
-#: ``2**E mod p`` is tabulated for scaled exponents ``E`` below this bound.
-_MAX_EXPONENT = 1100
-
-
-@dataclass
-class OzakiInfo:
-    """What one call did.
-
-    Attributes
-    ----------
-    scheme, mode, engine : str
-    num_moduli : int
-    moduli_version : int
-        Version of the moduli tables (results are reproducible per version).
-    gemms : int
-        Low-precision GEMMs in the unit of the engine (``N``, or ``3N`` for FP8
-        digits, plus one for the accurate-mode bound).
-    seconds : dict
-        Wall time per phase: ``scaling`` (includes the bound GEMM), ``residues``,
-        ``products``, ``reconstruction``.
-    workspace_bytes : int
-        Bytes of the workspace planes this call used.
-    bound_kind : str
-        ``"componentwise"`` (accurate mode: ``u |AB| + u |A||B|`` per entry) or
-        ``"normwise"`` (fast mode: ``u ||a_i||_2 ||b_j||_2``), see
-        :mod:`ozaki.certify`.
-    max_bound_ratio : float
-        Largest ratio of the certified error bound to the target over the
-        entries: at most 1 when every entry is certified.
-    uncertified : int
-        Entries whose bound misses the target with the count used (for the
-        normwise bound: all entries, when its maximum misses).
-    fallback : str
-        What was done about them: ``"none"`` (values kept), ``"native"``
-        (recomputed with native FP64).
-    fallback_entries : int
-        Entries replaced by native FP64 values.
-    fallback_block : tuple of int
-        ``(rows, columns)`` of the block recomputed natively.
-    error_bound : ndarray, shape (m, n), or None
-        Per-entry absolute error bound (only with ``bounds=True``).
-    """
-
-    scheme: str
-    num_moduli: int
-    mode: str
-    engine: str
-    moduli_version: int = MODULI_VERSION
-    gemms: int = 0
-    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(_PHASES, 0.0))
-    workspace_bytes: int = 0
-    bound_kind: str = ""
-    max_bound_ratio: float = 0.0
-    uncertified: int = 0
-    fallback: str = "none"
-    fallback_entries: int = 0
-    fallback_block: tuple[int, int] = (0, 0)
-    error_bound: np.ndarray | None = field(default=None, repr=False)
-
-    @property
-    def certified(self) -> bool:
-        """Whether every entry meets the target (before any fallback)."""
-        return self.uncertified == 0
 
 
 # -- argument checking -------------------------------------------------------
@@ -142,71 +79,6 @@ def _resolve(scheme, num_moduli, mode, engine, k):
 
 
 # -- the scheme --------------------------------------------------------------
-
-class _Operand:
-    """An operand read as C-ordered bits; ``outer`` is the axis that gets shifts.
-
-    A Fortran-ordered array is read through its transpose (no copy); residue
-    planes are then returned transposed so they always have the product's shape.
-    """
-
-    def __init__(self, X: np.ndarray, outer: int):
-        self.X = X
-        self.shape = X.shape
-        if X.flags.c_contiguous:
-            self.bits, self.axis, self.T = X.view(np.int64), outer, False
-        elif X.flags.f_contiguous:
-            self.bits, self.axis, self.T = X.T.view(np.int64), 1 - outer, True
-        else:
-            self.bits, self.axis, self.T = np.ascontiguousarray(X).view(np.int64), outer, False
-
-    def stats(self):
-        """Per line: exponent bound ``E``, all-zero flag, non-finite flag, nonzeros."""
-        with kernels.LOCK:
-            maxbits, bad, nnz = kernels.absmax_bits(self.bits, self.axis)
-        E, zero = scaling.exponents(maxbits)
-        return E, zero, bad, nnz
-
-    def norms(self, E):
-        with kernels.LOCK:
-            return kernels.norms_normalized(self.bits, E, self.axis)
-
-    def _shifts(self, shift):
-        zeros = np.zeros(self.bits.shape[1 - self.axis], np.int64)
-        return (shift, zeros) if self.axis == 0 else (zeros, shift)
-
-    def _buffer(self, flat):
-        """``flat`` (the workspace slot, product shape) viewed in the bits' layout."""
-        return flat.reshape(-1)[: self.bits.size].reshape(self.bits.shape)
-
-    def _plane(self, buf):
-        return buf.T if self.T else buf
-
-    def quantize(self, shift, slot):
-        buf = self._buffer(slot)
-        srow, scol = self._shifts(shift)
-        with kernels.LOCK:
-            kernels.quantize_down(self.bits, srow, scol, buf)
-        return self._plane(buf)
-
-    def residues(self, shift, p, pow2mod, slot):
-        buf = self._buffer(slot)
-        srow, scol = self._shifts(shift)
-        with kernels.LOCK:
-            kernels.residues(self.bits, srow, scol, float(p), 1.0 / p, pow2mod, buf)
-        return self._plane(buf)
-
-
-_POW2MOD: dict[int, np.ndarray] = {}
-
-
-def _pow2mod(p: int) -> np.ndarray:
-    tab = _POW2MOD.get(p)
-    if tab is None:
-        tab = np.array([pow(2, e, p) for e in range(_MAX_EXPONENT + 27)], dtype=np.float64)
-        _POW2MOD[p] = tab
-    return tab
-
 
 def _residue_dtype(moduli) -> np.dtype:
     """Smallest integer type that holds every symmetric residue of ``moduli``."""
@@ -327,7 +199,7 @@ def _certified_shifts(opa, opb, stats_a, stats_b, scheme, num_moduli, mode, engi
     info.max_bound_ratio = cert.max_ratio
     info.uncertified = cert.uncertified
     if cert.uncertified and policy == "raise":
-        raise certify.CertificationError(_explain(cert, mask, scheme, mode))
+        raise certify.CertificationError(certify.explain(cert, mask, scheme, mode))
     return cert.num_moduli, s, t, mask
 
 
@@ -338,29 +210,11 @@ def _refinement(A, B, rows, cols, stats_a, stats_b, k) -> certify.Refinement:
     e = scaling.accurate_quantizers(Ea[rows], zero_a[rows], r)
     f = scaling.accurate_quantizers(Eb[cols], zero_b[cols], r)
     Asub, Bsub = A[rows], B[:, cols]
-    FA = _Operand(Asub, 0).quantize(e, np.empty(Asub.shape))
-    FB = _Operand(Bsub, 1).quantize(f, np.empty(Bsub.shape))
+    FA = Operand(Asub, 0).quantize(e, np.empty(Asub.shape))
+    FB = Operand(Bsub, 1).quantize(f, np.empty(Bsub.shape))
     G = BlasEngine().matmul(FA, FB, 2 ** r - 1, 2 ** r - 1)
     return certify.Refinement(rows, cols, G, FA.sum(axis=1), FB.sum(axis=0),
                               nA[rows], nB[cols], e, f)
-
-
-def _explain(cert, mask, scheme, mode):
-    """Message for ``fallback="raise"``: how many bits were missing, and where."""
-    plan = crt_plan(scheme, cert.num_moduli)
-    where = ""
-    if mask is not None:
-        i, j = np.argwhere(mask)[0]
-        where = f"; the first is C[{i}, {j}]"
-    if np.isfinite(cert.max_ratio):
-        # each extra bit of both shifts halves the bound: 2 bits of P per bit
-        need = f"about {2 * np.log2(cert.max_ratio):.0f} more bits of P"
-    else:
-        need = "a nonzero lower bound of |A||B| (structural cancellation or a wide exponent spread)"
-    return (f"{cert.uncertified} entries cannot be certified ({cert.kind} bound, {mode} mode) "
-            f"with {cert.num_moduli} {scheme} moduli ({plan.log2_P:.0f} bits of P); the worst "
-            f"bound is {cert.max_ratio:.3g} times the target, needing {need}{where}. "
-            "Use fallback='native' or 'none', or another scheme.")
 
 
 def _emulate(A, B, scheme, num_moduli, mode, engine, out, policy, want_bound):
@@ -375,14 +229,14 @@ def _emulate(A, B, scheme, num_moduli, mode, engine, out, policy, want_bound):
     buf = {name: ws.take(name, shape, dtype) for name, (shape, dtype) in slots.items()}
 
     t0 = time.perf_counter()
-    opa, opb = _Operand(A, 0), _Operand(B, 1)
+    opa, opb = Operand(A, 0), Operand(B, 1)
     stats_a, stats_b = opa.stats(), opb.stats()
     num_moduli, s, t, mask = _certified_shifts(opa, opb, stats_a, stats_b, scheme,
                                                num_moduli, mode, engine, buf, info,
                                                policy, want_bound)
     (Ea, _, bad_a, _), (Eb, _, bad_b, _) = stats_a, stats_b
     top = max(int((Ea + s).max(initial=0)), int((Eb + t).max(initial=0)))
-    if top >= _MAX_EXPONENT:  # pragma: no cover - excluded by the shift bounds
+    if top >= MAX_EXPONENT:  # pragma: no cover - excluded by the shift bounds
         raise AssertionError(f"scaled exponent {top} beyond the residue tables")
     plan = crt_plan(scheme, num_moduli)
     shape, dtype = _slots(m, n, k, scheme, num_moduli, engine)["store"]
@@ -393,8 +247,8 @@ def _emulate(A, B, scheme, num_moduli, mode, engine, out, policy, want_bound):
 
     for i, p in enumerate(plan.moduli):
         t0 = time.perf_counter()
-        ra = opa.residues(s, p, _pow2mod(p), buf["ra"])
-        rb = opb.residues(t, p, _pow2mod(p), buf["rb"])
+        ra = opa.residues(s, p, pow2mod(p), buf["ra"])
+        rb = opb.residues(t, p, pow2mod(p), buf["rb"])
         t1 = time.perf_counter()
         prod = modular_product(engine, ra, rb, p, buf["prod"], buf.get("block"))
         info.gemms += gemms_per_modulus(engine, p)
@@ -417,50 +271,11 @@ def _emulate(A, B, scheme, num_moduli, mode, engine, out, policy, want_bound):
         eb += 2.0 ** -53 * np.abs(out)
         eb *= 1.0 + 2.0 ** -50
     if info.uncertified and policy == "native":
-        _native_fallback(A, B, mask, out, info)
+        certify.native_fallback(A, B, mask, out, info)
     if bad_a.any() or bad_b.any():
         apply_nonfinite(A, B, bad_a, bad_b, out)
     sec["reconstruction"] += time.perf_counter() - t0
     return info
-
-
-def _native_fallback(A, B, mask, out, info):
-    """Recompute the uncertified entries with native FP64 GEMM, block by block.
-
-    Only the rows and columns that hold an uncertified entry enter the native
-    product, and only the uncertified entries are replaced. Without a mask (the
-    normwise bound of fast mode) the whole product is recomputed.
-    """
-    with np.errstate(invalid="ignore", over="ignore"):  # non-finite rows are redone later
-        _native_into(A, B, mask, out, info)
-    info.fallback = "native"
-
-
-def _native_into(A, B, mask, out, info):
-    if mask is None:
-        out[...] = A @ B
-        info.fallback_entries = out.size
-        info.fallback_block = out.shape
-    else:
-        rows = np.flatnonzero(mask.any(axis=1))
-        cols = np.flatnonzero(mask.any(axis=0))
-        ix = np.ix_(rows, cols)
-        Ar, Bc = A[rows], B[:, cols]
-        native = Ar @ Bc
-        sub = mask[ix]
-        block = out[ix]
-        block[sub] = native[sub]
-        out[ix] = block
-        info.fallback_entries = int(sub.sum())
-        info.fallback_block = (len(rows), len(cols))
-        if info.error_bound is not None:
-            # native FP64 in any summation order: |error| <= gamma_k (|A||B|),
-            # and the computed |A||B| is below (1 + gamma_k) of it
-            k = A.shape[1]
-            g = k * 2.0 ** -53 / (1 - k * 2.0 ** -53)
-            eb = info.error_bound[ix]
-            eb[sub] = (g * (1 + g) * (1 + 2.0 ** -50)) * (np.abs(Ar) @ np.abs(Bc))[sub]
-            info.error_bound[ix] = eb
 
 
 # -- public functions --------------------------------------------------------

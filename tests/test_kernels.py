@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from ozaki import kernels
-from ozaki.emulation import _pow2mod
+from ozaki.operands import pow2mod
 from ozaki.moduli import MODULI, crt_plan, half_range
 from ozaki.products import karatsuba_digits, modular_constants, square_digits
 
@@ -49,7 +49,7 @@ def test_residues_of_scaled_truncations(xs, shift, p):
     shift = min(shift, 600 - top)
     out = np.empty_like(X)
     kernels.residues(X.view(np.int64), np.array([shift]), np.zeros(len(xs), np.int64),
-                     float(p), 1.0 / p, _pow2mod(p), out)
+                     float(p), 1.0 / p, pow2mod(p), out)
     for x, r in zip(xs, out[0]):
         assert r == sym(trunc_scaled(x, shift), p)
 
@@ -59,7 +59,7 @@ def test_residues_column_shifts_and_nonfinite():
     p = 251
     out = np.empty_like(X)
     kernels.residues(X.view(np.int64), np.zeros(2, np.int64), np.array([60, 3, 1]),
-                     float(p), 1.0 / p, _pow2mod(p), out)
+                     float(p), 1.0 / p, pow2mod(p), out)
     assert out[0, 0] == sym(trunc_scaled(1.5, 60), p)
     assert out[0, 1] == sym(-22, p)
     assert out[0, 2] == 0 and out[1, 0] == 0 and out[1, 2] == 0

@@ -1,0 +1,74 @@
+"""The record of what one call did: :class:`OzakiInfo`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .moduli import MODULI_VERSION
+
+__all__ = ["OzakiInfo", "PHASES"]
+
+PHASES = ("scaling", "residues", "products", "reconstruction")
+
+
+@dataclass
+class OzakiInfo:
+    """What one call did.
+
+    Attributes
+    ----------
+    scheme, mode, engine : str
+    num_moduli : int
+    moduli_version : int
+        Version of the moduli tables (results are reproducible per version).
+    gemms : int
+        Low-precision GEMMs in the unit of the engine (``N``, or ``3N`` for FP8
+        digits, plus one for the accurate-mode bound).
+    seconds : dict
+        Wall time per phase: ``scaling`` (includes the bound GEMM), ``residues``,
+        ``products``, ``reconstruction``.
+    workspace_bytes : int
+        Bytes of the workspace planes this call used.
+    bound_kind : str
+        ``"componentwise"`` (accurate mode: ``u |AB| + u |A||B|`` per entry) or
+        ``"normwise"`` (fast mode: ``u ||a_i||_2 ||b_j||_2``), see
+        :mod:`ozaki.certify`.
+    max_bound_ratio : float
+        Largest ratio of the certified error bound to the target over the
+        entries: at most 1 when every entry is certified.
+    uncertified : int
+        Entries whose bound misses the target with the count used (for the
+        normwise bound: all entries, when its maximum misses).
+    fallback : str
+        What was done about them: ``"none"`` (values kept), ``"native"``
+        (recomputed with native FP64).
+    fallback_entries : int
+        Entries replaced by native FP64 values.
+    fallback_block : tuple of int
+        ``(rows, columns)`` of the block recomputed natively.
+    error_bound : ndarray, shape (m, n), or None
+        Per-entry absolute error bound (only with ``bounds=True``).
+    """
+
+    scheme: str
+    num_moduli: int
+    mode: str
+    engine: str
+    moduli_version: int = MODULI_VERSION
+    gemms: int = 0
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
+    workspace_bytes: int = 0
+    bound_kind: str = ""
+    max_bound_ratio: float = 0.0
+    uncertified: int = 0
+    fallback: str = "none"
+    fallback_entries: int = 0
+    fallback_block: tuple[int, int] = (0, 0)
+    error_bound: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def certified(self) -> bool:
+        """Whether every entry meets the target (before any fallback)."""
+        return self.uncertified == 0
