@@ -91,8 +91,11 @@ def _componentwise(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, ratio, bo
                 pt = kernels.POW2[-tau[j] + 1022]
                 c = float(min(nA[i], nB[j]))
                 trunc = min(ps * (cF[j] + c) + pt * (rF[i] + c), 2.0 * up)
-                # 2**-1075 (the subnormal scale-back) in the units 2**-(e_i + f_j)
-                sub = kernels.ldexp(1.0, e[i] + f[j] - 1075)
+                # 2**-1075 (the subnormal scale-back) in the units 2**-(e_i + f_j);
+                # below 2**-100 of a unit it is far under u * G_ij >= 2**-53 (kept
+                # rigorous by rounding it up to 2**-100)
+                ef = e[i] + f[j] - 1075
+                sub = kernels.ldexp(1.0, ef) if ef > -100 else 2.0 ** -100
                 num = ((1.0 + 2.0 ** -53) * (trunc + (ps * pt) * R) + 2.0 * g2 * up
                        + sub) * safety
                 low = G[i, j]
