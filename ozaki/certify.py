@@ -162,37 +162,41 @@ def componentwise(G, rF, cF, nA, nB, e, f, scheme: str, num_moduli: int, *, rati
 
 @dataclass
 class Refinement:
-    """Exact FP64 floor GEMM at a finer quantisation, for a block of entries.
+    """Exact FP64 bound GEMMs at a finer quantisation, for a block of entries.
 
     The coarse bound quantises to the scheme unit's range (16 on FP8): small
-    entries floor to 0 and the lower bound of ``|A||B|`` can vanish. For the
-    rows and columns holding uncertified entries, the same bound is formed on
-    FP64 BLAS with ``r = min(20, (53 - log2 k) / 2)`` bits (still exact, hence
-    the same on every engine); it decides for those entries alone.
+    entries floor to 0 and the lower bound of ``|A||B|`` can vanish; its upper
+    bound also cannot see structural zeros (``A = B = I``). For the rows and
+    columns holding uncertified entries, two exact FP64 GEMMs at
+    ``r = min(20, (53 - log2 k) / 2)`` bits give, per entry, the lower bound
+    ``G' = F_A F_B`` and the upper bound ``U' = (F_A + I_A)(F_B + I_B)``
+    (``I`` the nonzero indicators), which is 0 exactly for structural zeros.
+    Then ``T_ij <= 2**-(e_i + f_j) (2**-sigma_i + 2**-tau_j) U'_ij``. Both are
+    exact integer computations, the same on every engine.
     """
 
     rows: np.ndarray
     cols: np.ndarray
     G: np.ndarray
-    rF: np.ndarray
-    cF: np.ndarray
-    nA: np.ndarray
-    nB: np.ndarray
+    U: np.ndarray
     e: np.ndarray
     f: np.ndarray
 
-    def certify(self, cert: Certificate, e, f, scheme, ratio, bound=None) -> Certificate:
+    def certify(self, cert: Certificate, e, f, plan, ratio, bound=None) -> Certificate:
         """Combine ``cert`` (coarse, whose per-entry ``ratio`` is given) with this block."""
         ix = np.ix_(self.rows, self.cols)
-        sigma = cert.sigma[self.rows] + e[self.rows] - self.e
-        tau = cert.tau[self.cols] + f[self.cols] - self.f
-        fine_ratio = np.empty(ix[0].shape[:1] + ix[1].shape[1:])
-        fine_bound = None if bound is None else np.empty_like(fine_ratio)
-        componentwise(self.G, self.rF, self.cF, self.nA, self.nB, self.e, self.f, scheme,
-                      cert.num_moduli, ratio=fine_ratio, bound=fine_bound,
-                      sigma=sigma, tau=tau)
-        ratio[ix] = np.minimum(ratio[ix], fine_ratio)
+        ps = np.ldexp(1.0, -(cert.sigma[self.rows] + e[self.rows] - self.e))[:, None]
+        pt = np.ldexp(1.0, -(cert.tau[self.cols] + f[self.cols] - self.f))[None, :]
+        ef = self.e[:, None] + self.f[None, :]
+        sub = np.ldexp(1.0, np.maximum(ef - 1075, -100))
+        num = ((1 + U) * ((ps + pt) * self.U + (ps * pt) * plan.rounding)
+               + 2 * plan.gamma2 * self.U + sub) * _SAFETY
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fine = np.where(self.U == 0, 0.0,
+                            np.where(self.G > 0, num / (U * self.G), np.inf))
+        ratio[ix] = np.minimum(ratio[ix], fine)
         if bound is not None:
+            fine_bound = np.where(self.U == 0, 0.0, np.ldexp(num, -ef) + 5e-324)
             bound[ix] = np.minimum(bound[ix], fine_bound)
         return Certificate(cert.num_moduli, cert.sigma, cert.tau,
                            float(ratio.max(initial=0.0)), int((ratio > 1).sum()), cert.kind)

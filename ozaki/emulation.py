@@ -186,7 +186,7 @@ def _certified_shifts(opa, opb, stats_a, stats_b, scheme, num_moduli, mode, engi
 
                 def evaluate_refined(count):
                     c = evaluate(count, ratio=ratio, bound=bound)
-                    return refine.certify(c, e, f, scheme, ratio, bound)
+                    return refine.certify(c, e, f, crt_plan(scheme, count), ratio, bound)
 
                 cert = (certify.choose_count(evaluate_refined, scheme, cert.num_moduli,
                                              down=False) if auto
@@ -204,17 +204,21 @@ def _certified_shifts(opa, opb, stats_a, stats_b, scheme, num_moduli, mode, engi
 
 
 def _refinement(A, B, rows, cols, stats_a, stats_b, k) -> certify.Refinement:
-    """Exact FP64 floor GEMM of the failing rows of ``A`` and columns of ``B``."""
-    r = min(20, (53 - int(np.ceil(np.log2(max(k, 1))))) // 2)
-    (Ea, zero_a, _, nA), (Eb, zero_b, _, nB) = stats_a, stats_b
+    """Exact FP64 bound GEMMs of the failing rows of ``A`` and columns of ``B``."""
+    r = min(20, (53 - int(np.ceil(np.log2(max(k, 1))))) // 2 - 1)
+    (Ea, zero_a, _, _), (Eb, zero_b, _, _) = stats_a, stats_b
     e = scaling.accurate_quantizers(Ea[rows], zero_a[rows], r)
     f = scaling.accurate_quantizers(Eb[cols], zero_b[cols], r)
     Asub, Bsub = A[rows], B[:, cols]
     FA = Operand(Asub, 0).quantize(e, np.empty(Asub.shape))
     FB = Operand(Bsub, 1).quantize(f, np.empty(Bsub.shape))
-    G = BlasEngine().matmul(FA, FB, 2 ** r - 1, 2 ** r - 1)
-    return certify.Refinement(rows, cols, G, FA.sum(axis=1), FB.sum(axis=0),
-                              nA[rows], nB[cols], e, f)
+    blas = BlasEngine()
+    G = blas.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1)
+    with np.errstate(invalid="ignore"):
+        QA = FA + ((Asub != 0) & np.isfinite(Asub))
+        QB = FB + ((Bsub != 0) & np.isfinite(Bsub))
+    U = blas.matmul(QA, QB, 2 ** r, 2 ** r)
+    return certify.Refinement(rows, cols, G, U, e, f)
 
 
 def _emulate(A, B, scheme, num_moduli, mode, engine, out, policy, want_bound):

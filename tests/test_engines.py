@@ -92,7 +92,8 @@ def test_available_engines_and_resolution():
 def test_scheme_auto_follows_simulation_engine(rng):
     A = test_matrix(4, 20, 1.0, rng)
     _, info = ozaki.dgemm(A, A.T, engine="cpu-fp8", return_info=True)
-    assert info.scheme == "fp8" and info.engine == "cpu-fp8" and info.gemms == 3 * 13 + 1
+    assert info.scheme == "fp8" and info.engine == "cpu-fp8"
+    assert info.gemms == 3 * info.num_moduli + 1
     _, info = ozaki.dgemm(A, A.T, return_info=True)
     assert info.scheme == "fp64" and info.engine == "cpu-blas"
 

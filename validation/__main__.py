@@ -1,0 +1,125 @@
+"""``python -m validation [--quick] [--out DIR] [--docs DOCS]``: the accuracy campaign.
+
+Writes ``report.md``, ``report.rst``, ``results.json`` and PNG figures to ``--out``;
+with ``--docs DOCS`` also ``DOCS/_generated/validation_report.{md,rst}`` and
+``DOCS/_generated/validation_*.png`` (the page ``DOCS/validation.rst`` includes them).
+Exit status 1 when any check fails (see :mod:`validation.suite`).
+"""
+
+from __future__ import annotations
+
+import os
+
+# On shared cores, GNU OpenMP's default busy-waiting (numba's parallel kernels) and
+# OpenBLAS's spinning threads make small products 40-200 times slower. ozaki's results
+# do not depend on threads; the native baseline's small products run on one thread.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import platform  # noqa: E402
+import shutil  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+import ozaki  # noqa: E402
+from ozaki.moduli import MODULI  # noqa: E402
+
+from . import families, plots, report, suite  # noqa: E402
+
+
+def _clean(x):
+    """JSON-safe: numpy scalars to Python, non-finite floats to strings."""
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    if isinstance(x, (np.bool_, bool)):
+        return bool(x)
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        x = float(x)
+        return x if math.isfinite(x) else str(x)
+    return x
+
+
+def _num(x):
+    """Inverse of _clean for the non-finite strings."""
+    return float(x) if isinstance(x, str) and x in ("inf", "-inf", "nan") else x
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m validation", description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="the CI tier (under 2 minutes)")
+    ap.add_argument("--out", default="build/validation", help="output folder")
+    ap.add_argument("--docs", default=None, help="docs folder to refresh (e.g. docs)")
+    ap.add_argument("--case", action="append", default=None,
+                    help="run only the named case(s) (names as in the report)")
+    args = ap.parse_args(argv)
+
+    cases = families.cases(args.quick)
+    if args.case:
+        cases = [c for c in cases if c.name in args.case]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    results = []
+    with tqdm(total=suite.total_runs(cases), unit="call", file=sys.stderr,
+              dynamic_ncols=True) as bar:
+        for c in cases:
+            bar.set_description(c.name)
+            results.append(suite.run_case(c, bar.update))
+    failures = [f for r in results for f in r["failures"]]
+    res = _clean({
+        "meta": {"tier": "quick" if args.quick else "full", "seconds": time.perf_counter() - t0,
+                 "ozaki": ozaki.__version__, "moduli_version": ozaki.MODULI_VERSION,
+                 "numpy": np.__version__, "python": platform.python_version(),
+                 "machine": platform.machine(), "u": 2.0 ** -53,
+                 "max_moduli": {s: len(MODULI[s]) for s in suite.SCHEMES},
+                 "peers": [{"scheme": s, "num_moduli": n, "source": w}
+                           for s, n, w in report.PEERS]},
+        "cases": results, "failures": failures})
+    (out / "results.json").write_text(json.dumps(res, indent=1))
+    res = json.loads(json.dumps(res), parse_constant=float)
+    _restore(res)
+    images = plots.all_plots(res, out)
+    bl = report.blocks(res, images)
+    (out / "report.md").write_text(report.markdown(bl))
+    (out / "report.rst").write_text(report.rst(bl))
+    if args.docs:
+        gen = Path(args.docs) / "_generated"
+        gen.mkdir(parents=True, exist_ok=True)
+        docs_images = [(f"validation_{n}", alt) for n, alt in images]
+        for n, _ in images:
+            shutil.copyfile(out / n, gen / f"validation_{n}")
+        dbl = report.blocks(res, docs_images)
+        (gen / "validation_report.md").write_text(report.markdown(dbl))
+        (gen / "validation_report.rst").write_text(report.rst(dbl, image_prefix="_generated/"))
+    print(f"{len(cases)} cases, {sum(len(r['runs']) for r in results)} calls, "
+          f"{len(failures)} failures, {time.perf_counter() - t0:.0f} s; report in {out}")
+    for f in failures[:20]:
+        print(f"FAIL {f['check']}: case {f['case']} {f['scheme']} {f['mode']} "
+              f"N={f['requested']}: {f['entries']} entries, first {tuple(f['first'])}: "
+              f"{f['measured']:.3g} > {f['limit']:.3g} {f['note']}")
+    return 1 if failures else 0
+
+
+def _restore(x):
+    """Turn the 'inf'/'nan' strings of the JSON back into floats, in place."""
+    items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
+    for k, v in items:
+        if isinstance(v, (dict, list)):
+            _restore(v)
+        else:
+            x[k] = _num(v)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
