@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tme_model import kernels as K
@@ -301,6 +301,9 @@ def test_numeric_model_matches_sympy(w, i, n_out, p64, plow, bw, alpha, beta, ga
 @given(i=st.floats(1e-3, 1e5), p64=positive, plow=st.floats(1, 1e4), bw=st.floats(0.1, 30),
        alpha=st.floats(1, 100), beta=st.floats(1, 20))
 def test_regimes_and_their_speedups(i, p64, plow, bw, alpha, beta):
+    # at a ridge both regimes give the same time: the label is a float coin toss
+    assume(not math.isclose(i, p64 / bw, rel_tol=1e-9)
+           and not math.isclose(i, beta * plow / (alpha * bw), rel_tol=1e-9))
     p = predict(K.intensity_kernel(i), device(p64, plow, bw), Emulation("fp8", alpha, beta))
     nat = "compute" if i >= p64 / bw else "memory"
     emu = "compute" if i >= beta * plow / (alpha * bw) else "memory"
@@ -472,8 +475,7 @@ def test_list_gpus_profile_and_calibrate(capsys, tmp_path):
     code, out, _ = run(table_main, ["--profile", str(prof), "--format", "json", "--kernels", "dgemm:1024"], capsys)
     (row,) = json.loads(out)
     assert row["gpu"] == "local" and row["scheme"] == "int8" and row["plow_tflops"] == 0.8
-    code, _, err = run(calibrate_main, [], capsys)
-    assert code == 2 and "not yet available" in err
+    assert "--validate" in fails(calibrate_main, ["--profile", str(prof)], capsys)
 
 
 def test_import_is_light():
