@@ -167,12 +167,15 @@ class Refinement:
     The coarse bound quantises to the scheme unit's range (16 on FP8): small
     entries floor to 0 and the lower bound of ``|A||B|`` can vanish; its upper
     bound also cannot see structural zeros (``A = B = I``). For the rows and
-    columns holding uncertified entries, two exact FP64 GEMMs at
-    ``r = min(20, (53 - log2 k) / 2)`` bits give, per entry, the lower bound
-    ``G' = F_A F_B`` and the upper bound ``U' = (F_A + I_A)(F_B + I_B)``
-    (``I`` the nonzero indicators), which is 0 exactly for structural zeros.
-    Then ``T_ij <= 2**-(e_i + f_j) (2**-sigma_i + 2**-tau_j) U'_ij``. Both are
-    exact integer computations, the same on every engine.
+    columns holding uncertified entries, two exact FP64 GEMMs at ``r'`` bits
+    (``r' = min(20, (53 - log2 k) / 2 - 1)``, quantisation exponents ``e'``,
+    ``f'``) give the lower bound ``G' = F_A F_B`` and the upper bound
+    ``U' = (F_A + I_A)(F_B + I_B)`` (``I`` the nonzero indicators), which is 0
+    exactly for structural zeros. The truncation term keeps the coarse bound
+    (the fine one would over-count by the quantisation range), capped by
+    ``T <= 2 |A||B| <= 2 U'``. Everything is exact integer data, so the outcome
+    is the same on every engine. Fields are per block row (``rows``) and column
+    (``cols``); ``rF``, ``cF``, ``c`` are the coarse sums and nonzero minima.
     """
 
     rows: np.ndarray
@@ -181,16 +184,25 @@ class Refinement:
     U: np.ndarray
     e: np.ndarray
     f: np.ndarray
+    rF: np.ndarray
+    cF: np.ndarray
+    c: np.ndarray
 
     def certify(self, cert: Certificate, e, f, plan, ratio, bound=None) -> Certificate:
         """Combine ``cert`` (coarse, whose per-entry ``ratio`` is given) with this block."""
         ix = np.ix_(self.rows, self.cols)
-        ps = np.ldexp(1.0, -(cert.sigma[self.rows] + e[self.rows] - self.e))[:, None]
-        pt = np.ldexp(1.0, -(cert.tau[self.cols] + f[self.cols] - self.f))[None, :]
+        sig, tau = cert.sigma[self.rows], cert.tau[self.cols]
+        de = (self.e - e[self.rows])[:, None]  # fine units are 2**-(e' + f')
+        df = (self.f - f[self.cols])[None, :]
+        coarse_T = (np.ldexp(1.0, -sig)[:, None] * (self.cF[None, :] + self.c)
+                    + np.ldexp(1.0, -tau)[None, :] * (self.rF[:, None] + self.c))
+        T = np.minimum(np.ldexp(coarse_T, de + df), 2.0 * self.U)
+        ps = np.ldexp(1.0, -(sig[:, None] - de))  # 2**-(s - e')
+        pt = np.ldexp(1.0, -(tau[None, :] - df))
         ef = self.e[:, None] + self.f[None, :]
         sub = np.ldexp(1.0, np.maximum(ef - 1075, -100))
-        num = ((1 + U) * ((ps + pt) * self.U + (ps * pt) * plan.rounding)
-               + 2 * plan.gamma2 * self.U + sub) * _SAFETY
+        num = ((1 + U) * (T + (ps * pt) * plan.rounding) + 2 * plan.gamma2 * self.U
+               + sub) * _SAFETY
         with np.errstate(divide="ignore", invalid="ignore"):
             fine = np.where(self.U == 0, 0.0,
                             np.where(self.G > 0, num / (U * self.G), np.inf))

@@ -158,9 +158,11 @@ def _certified_shifts(opa, opb, stats_a, stats_b, scheme, num_moduli, mode, engi
         r = scaling.quantization_bits(scheme, k)
         e = scaling.accurate_quantizers(Ea, zero_a, r)
         f = scaling.accurate_quantizers(Eb, zero_b, r)
-        FA = opa.quantize(e, buf["ra"])
-        FB = opb.quantize(f, buf["rb"])
-        rF, cF = FA.sum(axis=1), FB.sum(axis=0)  # exact: integers below 2**53
+        # integers below 2**20: exact in FP32, half the memory of the planes
+        FA = opa.quantize(e, buf["ra"].view(np.float32))
+        FB = opb.quantize(f, buf["rb"].view(np.float32))
+        # exact: FP64 sums of integers below 2**53
+        rF, cF = FA.sum(axis=1, dtype=np.float64), FB.sum(axis=0, dtype=np.float64)
         G = engine.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1, out=buf["prod"])
         info.gemms += 1
 
@@ -169,28 +171,40 @@ def _certified_shifts(opa, opb, stats_a, stats_b, scheme, num_moduli, mode, engi
 
         auto = num_moduli == "auto"
         cert = evaluate(start)
+        ratio = bound = refine = None
         if auto and not cert.uncertified:  # the common case: walk down, coarse bound only
             cert = certify.choose_count(evaluate, scheme, start)
-        mask = None
-        if cert.uncertified or want_bound:
-            # Per-entry pass; where the coarse bound fails, refine it on the
-            # block of failing rows and columns (failures only shrink as the
-            # count grows), then search upward with the refined bound.
+        elif cert.uncertified and (auto or policy != "none" or want_bound):
+            # Where the coarse bound fails, the refined bound (two exact FP64 GEMMs
+            # on the block of failing rows and columns) may certify at this count;
+            # for "auto", more moduli may too. Refine when the block costs less
+            # than the extra moduli the coarse bound would need.
             ratio = np.empty((m, n))
+            evaluate(start, ratio=ratio)
+            fail = ratio > 1
+            rows, cols = np.flatnonzero(fail.any(axis=1)), np.flatnonzero(fail.any(axis=0))
+            coarse = certify.choose_count(evaluate, scheme, start) if auto else cert
+            extra = coarse.num_moduli - start if not coarse.uncertified else np.inf
+            if not auto or 2 * len(rows) * len(cols) <= extra * m * n:
+                refine = _refinement(opa.X, opb.X, rows, cols, stats_a, stats_b, k, rF, cF)
+                info.gemms += 2
+                info.refined_block = (len(rows), len(cols))
+            else:
+                cert = coarse
+        mask = None
+        if refine is not None or want_bound or cert.uncertified:
+            ratio = np.empty((m, n)) if ratio is None else ratio
             bound = np.empty((m, n)) if want_bound else None
-            cert = evaluate(cert.num_moduli, ratio=ratio, bound=bound)
-            if cert.uncertified:
-                fail = ratio > 1
-                refine = _refinement(opa.X, opb.X, np.flatnonzero(fail.any(axis=1)),
-                                     np.flatnonzero(fail.any(axis=0)), stats_a, stats_b, k)
 
-                def evaluate_refined(count):
-                    c = evaluate(count, ratio=ratio, bound=bound)
-                    return refine.certify(c, e, f, crt_plan(scheme, count), ratio, bound)
+            def final(count):
+                c = evaluate(count, ratio=ratio, bound=bound)
+                if refine is None:
+                    return c
+                return refine.certify(c, e, f, crt_plan(scheme, count), ratio, bound)
 
-                cert = (certify.choose_count(evaluate_refined, scheme, cert.num_moduli,
-                                             down=False) if auto
-                        else evaluate_refined(cert.num_moduli))
+            if refine is not None and auto:  # failures only shrink as the count grows
+                cert = certify.choose_count(final, scheme, start, down=False)
+            cert = final(cert.num_moduli)  # leaves this count's ratio and bound
             mask = ratio > 1
             info.error_bound = bound
         s, t = e + cert.sigma, f + cert.tau
@@ -203,10 +217,10 @@ def _certified_shifts(opa, opb, stats_a, stats_b, scheme, num_moduli, mode, engi
     return cert.num_moduli, s, t, mask
 
 
-def _refinement(A, B, rows, cols, stats_a, stats_b, k) -> certify.Refinement:
+def _refinement(A, B, rows, cols, stats_a, stats_b, k, rF, cF) -> certify.Refinement:
     """Exact FP64 bound GEMMs of the failing rows of ``A`` and columns of ``B``."""
     r = min(20, (53 - int(np.ceil(np.log2(max(k, 1))))) // 2 - 1)
-    (Ea, zero_a, _, _), (Eb, zero_b, _, _) = stats_a, stats_b
+    (Ea, zero_a, _, nA), (Eb, zero_b, _, nB) = stats_a, stats_b
     e = scaling.accurate_quantizers(Ea[rows], zero_a[rows], r)
     f = scaling.accurate_quantizers(Eb[cols], zero_b[cols], r)
     Asub, Bsub = A[rows], B[:, cols]
@@ -215,10 +229,11 @@ def _refinement(A, B, rows, cols, stats_a, stats_b, k) -> certify.Refinement:
     blas = BlasEngine()
     G = blas.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1)
     with np.errstate(invalid="ignore"):
-        QA = FA + ((Asub != 0) & np.isfinite(Asub))
-        QB = FB + ((Bsub != 0) & np.isfinite(Bsub))
-    U = blas.matmul(QA, QB, 2 ** r, 2 ** r)
-    return certify.Refinement(rows, cols, G, U, e, f)
+        FA += (Asub != 0) & np.isfinite(Asub)
+        FB += (Bsub != 0) & np.isfinite(Bsub)
+    U = blas.matmul(FA, FB, 2 ** r, 2 ** r)
+    c = np.minimum(nA[rows][:, None], nB[cols][None, :]).astype(np.float64)
+    return certify.Refinement(rows, cols, G, U, e, f, rF[rows], cF[cols], c)
 
 
 def _emulate(A, B, scheme, num_moduli, mode, engine, out, policy, want_bound):

@@ -110,7 +110,8 @@ class BlasEngine(Engine):
 
     def _block(self, X, Y, out, bound):
         if bound <= 2 ** 24:
-            out[...] = np.matmul(X.astype(np.float32), Y.astype(np.float32))
+            out[...] = np.matmul(X.astype(np.float32, copy=False),
+                                 Y.astype(np.float32, copy=False))
         else:
             np.matmul(X, Y, out=out)
 

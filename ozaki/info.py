@@ -48,6 +48,9 @@ class OzakiInfo:
         Entries replaced by native FP64 values.
     fallback_block : tuple of int
         ``(rows, columns)`` of the block recomputed natively.
+    refined_block : tuple of int
+        ``(rows, columns)`` of the block whose bound was refined with two exact
+        FP64 GEMMs (counted in ``gemms``), see :class:`ozaki.certify.Refinement`.
     error_bound : ndarray, shape (m, n), or None
         Per-entry absolute error bound (only with ``bounds=True``).
     """
@@ -66,6 +69,7 @@ class OzakiInfo:
     fallback: str = "none"
     fallback_entries: int = 0
     fallback_block: tuple[int, int] = (0, 0)
+    refined_block: tuple[int, int] = (0, 0)
     error_bound: np.ndarray | None = field(default=None, repr=False)
 
     @property
