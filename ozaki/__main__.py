@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{scheme:<8}{info.num_moduli:>7}  {mode:<9}{info.gemms:>6}  {rel:>12.2e}"
                   f"  {norm:>15.2f} u  {t:>9.3f}  {t / t_native:>8.2f}", flush=True)
     print("\nGEMMs: low-precision products on the engine (cpu-blas: one FP64 GEMM per "
-          "modulus, +1 for the accurate-mode bound). u = 2**-53.")
+          "modulus, +1 for the accurate-mode bound, +2 where that bound was refined).\n"
+          "moduli: the count num_moduli='auto' certified for this call. u = 2**-53.")
     return 0
 
 
