@@ -50,7 +50,7 @@ import numba as nb
 import numpy as np
 
 from . import kernels, scaling
-from .moduli import MIN_MODULI, MODULI, crt_plan
+from .moduli import MIN_MODULI, crt_plan, max_moduli
 
 __all__ = ["CertificationError", "Certificate", "Refinement", "componentwise",
            "normwise_ratio", "choose_count", "explain", "native_fallback"]
@@ -248,7 +248,7 @@ def choose_count(evaluate, scheme: str, start: int, down: bool = True) -> Certif
     shifts only grow with ``P``), so the search walks down while certified and
     up while not. Returns the certificate of the largest count when none holds.
     """
-    top = len(MODULI[scheme])
+    top = max_moduli(scheme)
     n = min(max(start, MIN_MODULI), top)
     cert = evaluate(n)
     if cert.uncertified == 0:

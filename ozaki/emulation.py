@@ -16,7 +16,7 @@ import numpy as np
 from . import certify, kernels, scaling
 from .engines import BlasEngine, Engine, get_engine
 from .info import OzakiInfo
-from .moduli import MIN_MODULI, MODULI, SCHEMES, auto_num_moduli, crt_plan
+from .moduli import MIN_MODULI, MODULI, SCHEMES, auto_num_moduli, crt_plan, max_moduli
 from .operands import MAX_EXPONENT, Operand, pow2mod
 from .products import gemms_per_modulus, modular_constants, modular_product, product_kblock
 from .special import apply_nonfinite
@@ -64,7 +64,7 @@ def _resolve(scheme, num_moduli, mode, engine, k):
         name = engine.name if isinstance(engine, Engine) else engine
         scheme = {"cpu-fp8": "fp8", "cpu-int8": "int8"}.get(name, "fp64")
     eng = get_engine(engine, scheme)
-    top = len(MODULI[scheme])
+    top = max_moduli(scheme)
     if isinstance(num_moduli, str):
         if num_moduli != "auto":
             raise ValueError(f"num_moduli must be 'auto' or an int in "
@@ -86,16 +86,19 @@ def _residue_dtype(moduli) -> np.dtype:
     return np.dtype(np.int8 if top <= 256 else np.int16 if top <= 65536 else np.int32)
 
 
-def _slots(m: int, n: int, k: int, scheme: str, num_moduli: int,
-           engine: Engine) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
-    """Workspace planes (name -> (shape, dtype)) that one call takes."""
-    plan = crt_plan(scheme, num_moduli)
+def _planes(m: int, n: int, k: int, scheme: str,
+            engine: Engine) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """FP64 workspace planes (name -> (shape, dtype)), whatever the count."""
     f8 = np.dtype(np.float64)
-    slots = {"ra": ((m, k), f8), "rb": ((k, n), f8), "prod": ((m, n), f8),
-             "store": ((num_moduli, m, n), _residue_dtype(plan.moduli))}
-    if k > min(product_kblock(engine, p) for p in plan.moduli):
+    slots = {"ra": ((m, k), f8), "rb": ((k, n), f8), "prod": ((m, n), f8)}
+    if k > min(product_kblock(engine, p) for p in MODULI[scheme]):
         slots["block"] = ((m, n), f8)
     return slots
+
+
+def _store(m: int, n: int, scheme: str, num_moduli: int) -> tuple[tuple[int, ...], np.dtype]:
+    """The plane of the N modular products, as small integers."""
+    return (num_moduli, m, n), _residue_dtype(MODULI[scheme][:num_moduli])
 
 
 def _nbytes(slots) -> int:
@@ -123,7 +126,7 @@ def workspace_bytes(m: int, n: int, k: int, *, scheme: str = "fp64",
     scheme, num_moduli, _, eng = _resolve(scheme, num_moduli, "accurate", engine, k)
     if num_moduli == "auto":
         num_moduli = auto_num_moduli(scheme, k)
-    return _nbytes(_slots(m, n, k, scheme, num_moduli, eng))
+    return _nbytes({**_planes(m, n, k, scheme, eng), "store": _store(m, n, scheme, num_moduli)})
 
 
 def _certified_shifts(opa, opb, stats_a, stats_b, scheme, num_moduli, mode, engine,
@@ -243,8 +246,7 @@ def _emulate(A, B, scheme, num_moduli, mode, engine, out, policy, want_bound):
     info = OzakiInfo(scheme, 0, mode, engine.name)
     sec = info.seconds
     ws = workspace()
-    slots = _slots(m, n, k, scheme, 2, engine)  # the store slot is sized below
-    del slots["store"]
+    slots = _planes(m, n, k, scheme, engine)  # the store plane is sized once N is known
     buf = {name: ws.take(name, shape, dtype) for name, (shape, dtype) in slots.items()}
 
     t0 = time.perf_counter()
@@ -258,9 +260,9 @@ def _emulate(A, B, scheme, num_moduli, mode, engine, out, policy, want_bound):
     if top >= MAX_EXPONENT:  # pragma: no cover - excluded by the shift bounds
         raise AssertionError(f"scaled exponent {top} beyond the residue tables")
     plan = crt_plan(scheme, num_moduli)
-    shape, dtype = _slots(m, n, k, scheme, num_moduli, engine)["store"]
-    buf["store"] = ws.take("store", shape, dtype)
-    info.workspace_bytes = _nbytes(_slots(m, n, k, scheme, num_moduli, engine))
+    slots["store"] = _store(m, n, scheme, num_moduli)
+    buf["store"] = ws.take("store", *slots["store"])
+    info.workspace_bytes = _nbytes(slots)
     t1 = time.perf_counter()
     sec["scaling"] += t1 - t0
 
