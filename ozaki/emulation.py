@@ -18,11 +18,12 @@ from .engines import BlasEngine, Engine, get_engine
 from .info import OzakiInfo
 from .moduli import MIN_MODULI, MODULI, SCHEMES, auto_num_moduli, crt_plan, max_moduli
 from .operands import MAX_EXPONENT, Operand, pow2mod
-from .products import gemms_per_modulus, modular_constants, modular_product, product_kblock
+from .products import (gemms_per_modulus, modular_constants, modular_product, product_calls,
+                       product_kblock)
 from .special import apply_nonfinite
 from .workspace import workspace
 
-__all__ = ["dgemm", "gemm", "workspace_bytes"]
+__all__ = ["dgemm", "gemm", "workspace_bytes", "exact_gemms"]
 
 MODES = ("accurate", "fast")
 FALLBACKS = ("native", "raise", "none")
@@ -127,6 +128,44 @@ def workspace_bytes(m: int, n: int, k: int, *, scheme: str = "fp64",
     if num_moduli == "auto":
         num_moduli = auto_num_moduli(scheme, k)
     return _nbytes({**_planes(m, n, k, scheme, eng), "store": _store(m, n, scheme, num_moduli)})
+
+
+def exact_gemms(k: int, *, scheme: str = "fp64", num_moduli: int = 6, mode: str = "fast",
+                engine: str | Engine | None = None) -> list[tuple[int, int, int]]:
+    """The exact GEMMs one ``dgemm`` call runs at a given count, before any refinement.
+
+    Parameters
+    ----------
+    k : int
+        Inner dimension.
+    scheme, mode, engine
+        As for :func:`dgemm` (``scheme="auto"`` resolves as there).
+    num_moduli : int
+        The count N the call settled on (``info.num_moduli``).
+
+    Returns
+    -------
+    list of (k_call, amax, bmax)
+        One entry per ``engine.matmul`` call: its inner dimension and operand
+        bounds (:meth:`~ozaki.engines.Engine.blocks` gives its exact blocks). In
+        accurate mode the first is the bound GEMM; then, modulus by modulus, the
+        products (k-blocked, FP8 digits: three per block). The data-dependent
+        refinement (two FP64 GEMMs on a failing block, ``info.refined_block``) is
+        not included. The entries of one modulus's k-blocks together count as
+        :func:`~ozaki.products.gemms_per_modulus` GEMMs in ``info.gemms``.
+    """
+    if not isinstance(k, (int, np.integer)) or k < 0:
+        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    scheme, num_moduli, mode, eng = _resolve(scheme, num_moduli, mode, engine, k)
+    if num_moduli == "auto":
+        raise ValueError("num_moduli must be the count a call used (info.num_moduli), not 'auto'")
+    calls = []
+    if mode == "accurate":
+        q = 2 ** scaling.quantization_bits(scheme, k) - 1
+        calls.append((int(k), q, q))
+    for p in crt_plan(scheme, num_moduli).moduli:
+        calls += product_calls(eng, p, int(k))
+    return calls
 
 
 def _certified_shifts(opa, opb, stats_a, stats_b, scheme, num_moduli, mode, engine,

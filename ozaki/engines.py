@@ -57,6 +57,20 @@ class Engine:
         """Whether the engine runs on this machine."""
         return True
 
+    def blocks(self, k: int, amax: int, bmax: int) -> list[tuple[int, int]]:
+        """The blocks :meth:`matmul` splits an inner dimension ``k`` into.
+
+        Returns ``(length, bound)`` per block, ``bound = length * amax * bmax``
+        (what :meth:`_block` receives).
+        """
+        kb = self.kblock(amax, bmax)
+        return [(min(k, start + kb) - start, (min(k, start + kb) - start) * amax * bmax)
+                for start in range(0, k, kb)] or [(0, 0)]
+
+    def fp32(self, bound: int) -> bool:
+        """Whether a block with this exact bound runs on an FP32 path (default: none)."""
+        return False
+
     def kblock(self, amax: int, bmax: int) -> int:
         """Products per block that keep ``sum |x||y|`` within the accumulator."""
         kb = max(1, self.accumulator_max // max(1, amax * bmax))
@@ -73,20 +87,20 @@ class Engine:
         if amax > self.operand_max or bmax > self.operand_max:
             raise ValueError(f"engine {self.name!r} takes operands up to "
                              f"{self.operand_max}, got {max(amax, bmax)}")
-        k = X.shape[1]
-        kb = self.kblock(amax, bmax)
+        blocks = self.blocks(X.shape[1], amax, bmax)
         if out is None:
             out = np.empty((X.shape[0], Y.shape[1]))
-        if k <= kb:
-            self._block(X, Y, out, k * amax * bmax)
+        if len(blocks) == 1:
+            self._block(X, Y, out, blocks[0][1])
             return out
         part = np.empty_like(out)
-        for start in range(0, k, kb):
-            blk = slice(start, min(k, start + kb))
-            self._block(X[:, blk], Y[blk, :], part if start else out,
-                        (blk.stop - blk.start) * amax * bmax)
+        start = 0
+        for length, bound in blocks:
+            blk = slice(start, start + length)
+            self._block(X[:, blk], Y[blk, :], part if start else out, bound)
             if start:
                 out += part  # exact: the caller's bound covers the whole sum
+            start += length
         return out
 
     def _block(self, X, Y, out, bound):  # pragma: no cover - abstract
@@ -108,8 +122,15 @@ class BlasEngine(Engine):
     accumulator_max = 2 ** 53
     schemes = ("int8", "fp8", "fp64")
 
+    #: Blocks whose exact bound is at most this run in FP32: every partial sum is
+    #: then an integer of magnitude at most ``2**24``, which FP32 represents.
+    fp32_bound = 2 ** 24
+
+    def fp32(self, bound: int) -> bool:
+        return bound <= self.fp32_bound
+
     def _block(self, X, Y, out, bound):
-        if bound <= 2 ** 24:
+        if self.fp32(bound):
             out[...] = np.matmul(X.astype(np.float32, copy=False),
                                  Y.astype(np.float32, copy=False))
         else:

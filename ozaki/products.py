@@ -30,7 +30,7 @@ from . import kernels
 from .engines import Engine
 
 __all__ = ["square_digits", "karatsuba_digits", "uses_digits", "gemms_per_modulus",
-           "modular_product", "modular_constants", "product_kblock"]
+           "modular_product", "modular_constants", "product_kblock", "product_calls"]
 
 _DIGIT_KBLOCK = 2 ** 36
 
@@ -89,6 +89,16 @@ def product_kblock(engine: Engine, p: int) -> int:
     h = p // 2
     kb = _DIGIT_KBLOCK if uses_digits(engine, p) else max(1, 2 ** 53 // (h * h))
     return kb if engine.max_kblock is None else min(kb, engine.max_kblock)
+
+
+def product_calls(engine: Engine, p: int, k: int) -> list[tuple[int, int, int]]:
+    """The ``engine.matmul`` calls of one modular product, as :func:`modular_product`
+    makes them: ``(k_call, amax, bmax)`` each (3 digit GEMMs per k-block, or 1)."""
+    kb = product_kblock(engine, p)
+    h = 16 if uses_digits(engine, p) else p // 2
+    per = gemms_per_modulus(engine, p)
+    lengths = [min(k, s + kb) - s for s in range(0, k, kb)] or [0]
+    return [(length, h, h) for length in lengths for _ in range(per)]
 
 
 def modular_product(engine: Engine, ra: np.ndarray, rb: np.ndarray, p: int,

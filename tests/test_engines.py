@@ -118,3 +118,67 @@ def test_concurrent_python_threads_give_the_same_bits(rng):
         t.join()
     assert not errors and len(results) == 12
     assert all(np.array_equal(bits(C), bits(want)) for C in results)
+
+
+@pytest.mark.parametrize("eng, k, amax", [
+    (eng, k, amax)
+    for eng in (BlasEngine(), FP8Engine(), Int8Engine(), BlasEngine(max_kblock=7))
+    for k, amax in ((0, 16), (1, 16), (1024, 128), (1025, 128), (70000, 16), (300, 2 ** 20))
+    if amax <= eng.operand_max])
+def test_blocks_partition_k_within_the_accumulator(eng, k, amax):
+    blocks = eng.blocks(k, amax, amax)
+    assert sum(length for length, _ in blocks) == k
+    assert len(blocks) == max(1, -(-k // eng.kblock(amax, amax)))
+    for length, bound in blocks:
+        assert bound == length * amax * amax <= eng.accumulator_max
+        # only cpu-blas has a second (FP32) path, taken exactly when FP32 holds the bound
+        assert eng.fp32(bound) == (isinstance(eng, BlasEngine) and bound <= 2 ** 24)
+
+
+def test_blas_fp32_path_exact_on_its_limit(rng):
+    """k h**2 = 2**24 exactly (k = 1024, |x| = 128): SGEMM, and still exact."""
+    eng = BlasEngine()
+    assert eng.fp32(1024 * 128 * 128)
+    X = rng.choice([-128.0, 128.0], size=(5, 1024))
+    Y = rng.choice([-128.0, 128.0], size=(1024, 6))
+    Y[:, 0] = np.sign(X[0])  # an entry at the bound itself
+    Y[:, 0] *= 128.0
+    want = X.astype(np.int64) @ Y.astype(np.int64)
+    assert want[0, 0] == 2 ** 24
+    assert np.array_equal(eng.matmul(X, Y, 128, 128), want)
+
+
+class _Recording(BlasEngine):
+    """cpu-blas that records each call's (k, amax, bmax)."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def matmul(self, X, Y, amax, bmax, out=None):
+        self.calls.append((X.shape[1], amax, bmax))
+        return super().matmul(X, Y, amax, bmax, out=out)
+
+
+@pytest.mark.parametrize("scheme, mode, k", [("int8", "fast", 64), ("int8", "accurate", 1100),
+                                             ("fp8", "accurate", 64), ("fp64", "fast", 5000),
+                                             ("fp64", "accurate", 300)])
+def test_exact_gemms_lists_the_calls_dgemm_makes(scheme, mode, k, rng):
+    from ozaki.emulation import exact_gemms
+
+    A, B = rng.standard_normal((3, k)), rng.standard_normal((k, 4))
+    eng = _Recording()
+    _, info = ozaki.dgemm(A, B, scheme=scheme, mode=mode, engine=eng, num_moduli=8 if scheme != "fp64" else 5,
+                          fallback="none", return_info=True)
+    assert eng.calls == exact_gemms(k, scheme=scheme, num_moduli=info.num_moduli, mode=mode, engine=eng)
+    if k <= 4096:  # no k-blocks: one entry per GEMM that info counts
+        assert len(eng.calls) == info.gemms
+    with pytest.raises(ValueError, match="info.num_moduli"):
+        exact_gemms(k, scheme=scheme, num_moduli="auto")
+
+
+def test_exact_gemms_fp8_digits_on_the_fp8_engine(rng):
+    from ozaki.emulation import exact_gemms
+
+    calls = exact_gemms(100, scheme="fp8", num_moduli=13, mode="accurate", engine="cpu-fp8")
+    assert len(calls) == 3 * 13 + 1 and calls[1:] == [(100, 16, 16)] * 39

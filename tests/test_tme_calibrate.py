@@ -5,6 +5,7 @@ structure), the validation rows, and the new profile keys.  Accuracy of the pred
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -57,13 +58,23 @@ def test_quick_calibration_writes_a_loadable_profile(quick_profile):
 
 def test_predict_gemm_structure(quick_profile):
     prof = load_profile(quick_profile)
+    assert prof.fp32_tflops["cpu-blas"] > 0 and prof.fp32_n0["cpu-blas"] >= 0
+    flat = dataclasses.replace(prof, fp32_tflops={}, fp32_n0={})  # one rate per engine
     n = 1000
-    for scheme, N in (("int8", 16), ("fp8", 13), ("fp64", 6)):
+    # at k = 1000 the int8 products (|r| <= 128, 1000 * 128**2 <= 2**24) and every
+    # accurate-mode bound GEMM fit FP32 (SGEMM); fp8 and fp64 products do not
+    for scheme, N, products_fp32 in (("int8", 16, True), ("fp8", 13, False), ("fp64", 6, False)):
         fast = prof.predict_gemm(scheme, N, "fast", n, n, n, engine="cpu-blas")
         acc = prof.predict_gemm(scheme, N, "accurate", n, n, n, engine="cpu-blas")
-        one = 2.0 * n ** 3 / (prof.gemm_tflops(scheme, "cpu-blas", n, n, n) * 1e12)
+        one64, one32 = (2.0 * n ** 3 / (prof.gemm_tflops(scheme, "cpu-blas", n, n, n, fp32=f) * 1e12)
+                        for f in (False, True))
+        one = one32 if products_fp32 else one64
         assert fast.gemm_s == pytest.approx(N * one)  # cpu-blas: one GEMM per modulus
-        assert acc.gemm_s == pytest.approx((N + 1) * one)  # + the bound GEMM
+        assert acc.gemm_s == pytest.approx(N * one + one32)  # + the bound GEMM, in FP32
+        assert flat.predict_gemm(scheme, N, "fast", n, n, n, engine="cpu-blas").gemm_s == pytest.approx(N * one64)
+        assert flat.predict_gemm(scheme, N, "accurate", n, n, n, engine="cpu-blas").gemm_s == pytest.approx((N + 1) * one64)
+        refined = prof.predict_gemm(scheme, N, "accurate", n, n, n, engine="cpu-blas", refined_block=(10, 20))
+        assert refined.gemm_s - acc.gemm_s == pytest.approx(2 * prof.native_gemm_s(10, 20, n))
         for t in (fast, acc):
             assert t.total_s == pytest.approx(t.scale_s + t.residue_s + t.gemm_s + t.recon_s + t.fixed_s)
         ph = prof.phases[scheme]
@@ -73,6 +84,26 @@ def test_predict_gemm_structure(quick_profile):
     # FP8 digits on cpu-fp8: 3N (+1) GEMMs
     t = prof.predict_gemm("fp8", 13, "accurate", 64, 64, 64, engine="cpu-fp8")
     assert t.gemm_s == pytest.approx(40 * 2 * 64 ** 3 / (prof.gemm_tflops("fp8", "cpu-fp8", 64, 64, 64) * 1e12))
+
+
+def test_gemm_paths_follow_the_fp32_bound():
+    from tme_model.profile import gemm_paths
+
+    from ozaki.moduli import MODULI
+
+    # int8 moduli have |r| <= 128: k 128**2 <= 2**24 for k <= 1024, and per modulus above
+    assert gemm_paths("int8", 16, "fast", 1024, "cpu-blas") == [(1024, True)] * 16
+    assert gemm_paths("int8", 16, "fast", 1040, "cpu-blas") == [
+        (1040, 1040 * (p // 2) ** 2 <= 2 ** 24) for p in MODULI["int8"][:16]]
+    assert gemm_paths("int8", 16, "fast", 1040, "cpu-blas")[0] == (1040, False)  # p = 256
+    assert gemm_paths("int8", 16, "fast", 2048, "cpu-blas") == [(2048, False)] * 16
+    # fp64 moduli past one exact block (4096 ((p-1)/2)**2 <= 2**53): k-blocks, each in FP64
+    blocks = gemm_paths("fp64", 6, "accurate", 10000, "cpu-blas")
+    assert blocks[0] == (10000, True)  # the bound GEMM: r = 5, 10000 * 31**2 <= 2**24
+    assert sum(length for length, _ in blocks[1:]) == 6 * 10000
+    assert not any(f for _, f in blocks[1:])
+    with pytest.raises(TMEError, match="not an ozaki engine"):
+        gemm_paths("int8", 16, "fast", 64, "gpu-tensor")
 
 
 def test_profile_feeds_tme_table(quick_profile, capsys):
@@ -114,9 +145,16 @@ def test_profile_rate_model_keys_round_trip(tmp_path):
     again = load_profile(tmp_path / "p.json")
     assert (again.fp64_n0, again.lowp_n0, again.gemms_per_modulus) == (
         200.0, {"fp8": {"cpu-blas": 150.0}}, {"fp8": {"cpu-blas": 1, "cpu-fp8": 3}})
+    assert (again.fp32_tflops, again.fp32_n0) == ({}, {})
+    dump_profile(dataclasses.replace(prof, fp32_tflops={"cpu-blas": 0.08}, fp32_n0={"cpu-blas": 90.0}),
+                 tmp_path / "p.json")
+    again = load_profile(tmp_path / "p.json")
+    assert (again.fp32_tflops, again.fp32_n0) == ({"cpu-blas": 0.08}, {"cpu-blas": 90.0})
     data = json.loads((tmp_path / "p.json").read_text())
     for key, bad, msg in (("fp64_n0", -1, "fp64_n0"), ("gemms_per_modulus", {"fp8": {"x": 1.5}}, "positive integer"),
-                          ("lowp_n0", {"fp8": {"x": "a"}}, "lowp_n0")):
+                          ("lowp_n0", {"fp8": {"x": "a"}}, "lowp_n0"),
+                          ("fp32_tflops", {"cpu-blas": 0}, "fp32_tflops"),
+                          ("fp32_tflops", [1.0], "fp32_tflops"), ("fp32_n0", {"cpu-blas": -2}, "fp32_n0")):
         (tmp_path / "q.json").write_text(json.dumps({**data, key: bad}))
         with pytest.raises(TMEError, match=msg):
             load_profile(tmp_path / "q.json")
@@ -133,8 +171,9 @@ def test_refit_with_another_statistic(quick_profile):
     low = cal.refit(prof, "min")  # the pooled cpu-blas samples: min <= median, rate >=
     assert low.meta["calibration"]["statistic"] == "min"
     assert low.fp64_tflops == pytest.approx(prof.fp64_tflops)  # one native run each
-    s = prof.meta["calibration"]["sizes"][-1]
-    assert low.gemm_tflops("int8", "cpu-blas", s, s, s) >= prof.gemm_tflops("int8", "cpu-blas", s, s, s) * (1 - 1e-12)
+    pooled = "cpu-blas (pooled with ozaki products)"
+    for n, t in prof.meta["calibration"]["engine_seconds"][pooled].items():
+        assert low.meta["calibration"]["engine_seconds"][pooled][n] <= t
     with pytest.raises(ValueError, match="statistic"):
         cal.refit(prof, "mean")
 

@@ -59,7 +59,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .profile import PROFILE_SCHEMA, PhaseCosts, Profile, dump_profile, load_profile
+from .profile import PROFILE_SCHEMA, PhaseCosts, Profile, dump_profile, gemm_paths, load_profile
 from .specs import TMEError
 
 __all__ = [
@@ -255,6 +255,7 @@ def _ozaki_call(A, B, scheme, mode, engine="cpu-blas"):
         _, info = ozaki.dgemm(A, B, scheme=scheme, mode=mode, engine=engine, return_info=True)
         wall = time.perf_counter() - t0
         return {"wall": wall, "num_moduli": info.num_moduli, "gemms": info.gemms,
+                "refined_block": list(info.refined_block),
                 "fallback_entries": int(getattr(info, "fallback_entries", 0) or 0),
                 **{f"t_{k}": float(v) for k, v in info.seconds.items()}}
     return run
@@ -453,16 +454,20 @@ def _calibration_tasks(run: "_Runner", sizes, sim_sizes, stream_elements: int, s
     fma(y, 2, 0.999, 1e-3)
     run.add("fma", _timed(lambda: fma(y, fma_reps, 0.999, 1e-3)))
 
-    # native GEMM and the cpu-blas engine at the calibration sizes
+    # native GEMM and the cpu-blas engine (both paths) at the calibration sizes
     blas = ENGINES["cpu-blas"]()
     for n in sizes:
         A, B = rng.standard_normal((n, n)), rng.standard_normal((n, n))
         out = np.empty((n, n))
         X, Y = _int_matrix(rng, (n, n), 127), _int_matrix(rng, (n, n), 127)
-        keep += [A, B, out, X, Y]
+        h = max(1, math.isqrt(blas.fp32_bound // n))  # k h**2 <= 2**24: the FP32 path
+        X32, Y32 = _int_matrix(rng, (n, n), h), _int_matrix(rng, (n, n), h)
+        keep += [A, B, out, X, Y, X32, Y32]
         run.add(f"native:{n}", _timed(lambda A=A, B=B, out=out: np.matmul(A, B, out=out)))
         run.add(f"engine:cpu-blas:{n}",
                 _timed(lambda X=X, Y=Y, out=out: blas.matmul(X, Y, 127, 127, out=out)))
+        run.add(f"fp32:cpu-blas:{n}",
+                _timed(lambda X=X32, Y=Y32, h=h, out=out: blas.matmul(X, Y, h, h, out=out)))
     # simulation engines at small sizes
     for engine in engines:
         if engine == "cpu-blas":
@@ -498,14 +503,16 @@ def _fit_calibration(res, sizes, engines, sim_sizes, gpm, stream_elements, fma_f
     raw_engines: dict[str, dict[str, float]] = {}
 
     def blas_gemm_samples(n: int) -> list[float]:
-        # every timing of one cpu-blas GEMM at size n: the standalone runs, and the
-        # products phase of each ozaki call divided by its GEMM count (the same BLAS call
-        # on integer-valued operands)
+        # every timing of one FP64-path cpu-blas GEMM at size n: the standalone runs, and
+        # the products phase of each ozaki call whose products all take that path,
+        # divided by its GEMM count (the same BLAS call on integer-valued operands)
         xs = list(res[f"engine:cpu-blas:{n}"])
         for scheme in OZAKI_SCHEMES:
             g = gpm.get(scheme, {}).get("cpu-blas", 1)
             for mode in OZAKI_MODES:
-                xs += [r["t_products"] / (g * r["num_moduli"]) for r in res[f"ozaki:{scheme}:{mode}:{n}"]]
+                for r in res[f"ozaki:{scheme}:{mode}:{n}"]:
+                    if not any(f for _, f in gemm_paths(scheme, r["num_moduli"], "fast", n, "cpu-blas")):
+                        xs.append(r["t_products"] / (g * r["num_moduli"]))
         return xs
 
     for engine in engines:
@@ -522,9 +529,16 @@ def _fit_calibration(res, sizes, engines, sim_sizes, gpm, stream_elements, fma_f
                 lowp.setdefault(scheme, {})[engine] = fit.tflops
                 lowp_n0.setdefault(scheme, {})[engine] = fit.n0
     gpm = {s: {e: g for e, g in d.items() if e in lowp.get(s, {})} for s, d in gpm.items()}
+    fp32, fp32_n0 = {}, {}
+    if all(f"fp32:cpu-blas:{n}" in res for n in sizes):  # (profiles before the FP32 path)
+        secs = [_median(res[f"fp32:cpu-blas:{n}"]) for n in sizes]
+        raw_engines["cpu-blas (FP32 path)"] = {str(n): t for n, t in zip(sizes, secs)}
+        fit = fit_rate(shapes, secs)
+        fp32, fp32_n0 = {"cpu-blas": fit.tflops}, {"cpu-blas": fit.n0}
+    paths = dict(fp64_n0=native.n0, lowp_n0=lowp_n0, gemms_per_modulus=gpm,
+                 fp32_tflops=fp32, fp32_n0=fp32_n0)
 
-    base = Profile("local", native.tflops, vec_tflops, mem_tbps, lowp, {}, {}, "",
-                   fp64_n0=native.n0, lowp_n0=lowp_n0, gemms_per_modulus=gpm)
+    base = Profile("local", native.tflops, vec_tflops, mem_tbps, lowp, {}, {}, "", **paths)
     phases: dict[str, PhaseCosts] = {}
     ozaki_raw: dict[str, dict] = {}
     fit_report: dict[str, dict] = {}
@@ -552,8 +566,7 @@ def _fit_calibration(res, sizes, engines, sim_sizes, gpm, stream_elements, fma_f
     meta = {"description": f"this machine ({platform.node() or 'local'}), calibrated by tme-calibrate",
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "host": _host(), "calibration": calibration}
-    return Profile("local", native.tflops, vec_tflops, mem_tbps, lowp, phases, meta, "",
-                   fp64_n0=native.n0, lowp_n0=lowp_n0, gemms_per_modulus=gpm)
+    return Profile("local", native.tflops, vec_tflops, mem_tbps, lowp, phases, meta, "", **paths)
 
 
 def _fit_phases(base: Profile, scheme: str, recs: dict[tuple[str, int], dict]) -> tuple[PhaseCosts, dict]:
@@ -566,8 +579,8 @@ def _fit_phases(base: Profile, scheme: str, recs: dict[tuple[str, int], dict]) -
         rec_rows.append([N * n_out, 1.0])
         rec_t.append(r["t_reconstruction"])
         scale = r["t_scaling"]
-        if mode == "accurate":
-            scale -= 2.0 * n ** 3 / (base.gemm_tflops(scheme, "cpu-blas", n, n, n) * 1e12)
+        if mode == "accurate":  # ozaki books the bound GEMM under scaling
+            scale -= _bound_gemm_s(base, scheme, N, n, r.get("refined_block", (0, 0)))
             sc_rows.append([n_in, n_in, 1.0])
         else:
             sc_rows.append([n_in, 0.0, 1.0])
@@ -581,13 +594,21 @@ def _fit_phases(base: Profile, scheme: str, recs: dict[tuple[str, int], dict]) -
                        recon_s_per_output_modulus=float(c_el),
                        fixed_s=float(f_r + f_c + f_s + _median(outside)))
     # products phase against the engine rate: how well the GEMM term is predicted
-    prod = {f"{mode}:{n}": float(r["t_products"]) / (
-        base.gemms_per(scheme, "cpu-blas") * r["num_moduli"] * 2.0 * n ** 3
-        / (base.gemm_tflops(scheme, "cpu-blas", n, n, n) * 1e12)) for (mode, n), r in recs.items()}
+    prod = {f"{mode}:{n}": float(r["t_products"]) / base.predict_gemm(
+        scheme, r["num_moduli"], "fast", n, n, n, engine="cpu-blas").gemm_s
+        for (mode, n), r in recs.items()}
     report = {"intercepts_s": {"residues": float(f_r), "reconstruction": float(f_c), "scaling": float(f_s),
                                "outside_phases": _median(outside)},
               "products_measured_over_engine_model": prod}
     return costs, report
+
+
+def _bound_gemm_s(profile: Profile, scheme: str, moduli: int, n: int, refined=(0, 0)) -> float:
+    """Predicted time of the accurate-mode bound GEMMs at size n (cpu-blas): the coarse
+    one and the refinement of ``refined`` (rows, columns); ozaki books them as scaling."""
+    acc = profile.predict_gemm(scheme, moduli, "accurate", n, n, n, engine="cpu-blas",
+                               refined_block=tuple(refined))
+    return acc.gemm_s - profile.predict_gemm(scheme, moduli, "fast", n, n, n, engine="cpu-blas").gemm_s
 
 
 # --------------------------------------------------------------- validation
@@ -654,7 +675,8 @@ def restate(rows: list[dict], profile: Profile, statistic: str = "median") -> li
                 pred = profile.native_gemm_s(n, n, n)
             else:
                 pred = profile.predict_gemm(r["scheme"], r["num_moduli"], r["mode"], n, n, n,
-                                            engine="cpu-blas").total_s
+                                            engine="cpu-blas",
+                                            refined_block=tuple(r.get("refined_block", (0, 0)))).total_s
             meas = _median(r["measured_runs"])
             new = {k: v for k, v in r.items() if k not in ("predicted_phases", "measured_phases")}
             new.update(predicted_s=pred, measured_s=meas, ratio=pred / meas, statistic=statistic)
@@ -693,13 +715,14 @@ def _validation_rows(res: dict, profile: Profile) -> list[dict]:
                          "runs": len(recs), "measured_runs": list(recs)})
             continue
         r = _median_record(recs)
-        t = profile.predict_gemm(scheme, r["num_moduli"], mode, n, n, n, engine="cpu-blas")
-        bound = (2.0 * n ** 3 / (profile.gemm_tflops(scheme, "cpu-blas", n, n, n) * 1e12)
-                 if mode == "accurate" else 0.0)
+        refined = tuple(r.get("refined_block", (0, 0)))
+        t = profile.predict_gemm(scheme, r["num_moduli"], mode, n, n, n, engine="cpu-blas",
+                                 refined_block=refined)
+        bound = _bound_gemm_s(profile, scheme, r["num_moduli"], n, refined) if mode == "accurate" else 0.0
         rows.append({
             "n": n, "scheme": scheme, "mode": mode, "num_moduli": r["num_moduli"],
             "gemms": r["gemms"], "predicted_s": t.total_s, "measured_s": r["wall"],
-            "ratio": t.total_s / r["wall"], "runs": r["runs"],
+            "ratio": t.total_s / r["wall"], "runs": r["runs"], "refined_block": list(refined),
             "fallback_entries": max(x.get("fallback_entries", 0) for x in recs),
             "measured_runs": [x["wall"] for x in recs], "statistic": _STAT,
             "predicted_phases": {"scaling": t.scale_s + bound, "residues": t.residue_s,
@@ -845,6 +868,9 @@ def _summary(profile: Profile, path: str) -> None:
         for engine, rate in engines.items():
             print(f"  {scheme:4s} {engine:9s}    {rate * 1e3:.3g} GFLOP/s per GEMM, "
                   f"{profile.gemms_per(scheme, engine)} GEMM(s) per modulus")
+    for engine, rate in profile.fp32_tflops.items():
+        print(f"  {engine} FP32 path {rate * 1e3:.3g} GFLOP/s asymptotic, n0 = "
+              f"{profile.fp32_n0.get(engine, 0.0):.0f} (blocks whose exact bound FP32 holds)")
     for scheme, c in profile.phases.items():
         print(f"  {scheme:4s} phases      scale {c.scale_s_per_element * 1e9:.2f} "
               f"(+{c.accurate_scale_s_per_element * 1e9:.2f} accurate) ns/elt, residues "

@@ -18,7 +18,8 @@ from typing import Any, Mapping
 from .schemes import GEMMS_PER_MODULUS, MODES, SCHEMES
 from .specs import Device, Figure, TMEError
 
-__all__ = ["PROFILE_SCHEMA", "GemmTime", "PhaseCosts", "Profile", "dump_profile", "load_profile"]
+__all__ = ["PROFILE_SCHEMA", "GemmTime", "PhaseCosts", "Profile", "dump_profile", "gemm_paths",
+           "load_profile"]
 
 #: Value of the ``schema`` key of a version-1 profile.
 PROFILE_SCHEMA = "tme-profile/1"
@@ -107,6 +108,13 @@ class Profile:
         scheme's own count, :data:`~tme_model.schemes.GEMMS_PER_MODULUS`; 1 for
         ``fp64``).  ``cpu-blas`` runs an FP8-scheme modulus in one FP64 GEMM, not three
         digit GEMMs.
+    fp32_tflops : dict of str to float
+        Engine -> rate of its FP32 path, TFLOP/s (asymptotic, see ``fp32_n0``): the
+        blocks whose exact bound FP32 holds (``cpu-blas``: at most ``2**24``, SGEMM).
+        With it, :meth:`predict_gemm` times each GEMM ``ozaki`` runs at the rate of
+        its own path.
+    fp32_n0 : dict of str to float
+        Engine -> the size efficiency of the FP32 path, as ``fp64_n0`` (missing: 0).
     """
 
     name: str
@@ -120,6 +128,8 @@ class Profile:
     fp64_n0: float = 0.0
     lowp_n0: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     gemms_per_modulus: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    fp32_tflops: Mapping[str, float] = field(default_factory=dict)
+    fp32_n0: Mapping[str, float] = field(default_factory=dict)
 
     def gemms_per(self, scheme: str, engine: str) -> int:
         """Exact GEMMs one modulus costs on ``engine`` (see ``gemms_per_modulus``)."""
@@ -136,7 +146,8 @@ class Profile:
         rate, own, g = self.lowp_tflops[scheme][engine], GEMMS_PER_MODULUS.get(scheme, 1), self.gemms_per(scheme, engine)
         return rate if g == own else rate * own / g
 
-    def gemm_tflops(self, scheme: str | None, engine: str | None, m: int, n: int, k: int) -> float:
+    def gemm_tflops(self, scheme: str | None, engine: str | None, m: int, n: int, k: int,
+                    fp32: bool = False) -> float:
         """Rate of one GEMM of shape (m, k) x (k, n) at its size, TFLOP/s.
 
         Parameters
@@ -145,9 +156,13 @@ class Profile:
             An exact-GEMM engine of a scheme, or ``None`` for native FP64 GEMM.
         m, n, k : int
             Dimensions; the size is s = (mnk)^(1/3) and the rate ``r s / (s + n0)``.
+        fp32 : bool
+            The engine's FP32 path (``fp32_tflops``) instead of its own rate.
         """
         if scheme is None:
             r, n0 = self.fp64_tflops, self.fp64_n0
+        elif fp32:
+            r, n0 = self.fp32_tflops[engine], self.fp32_n0.get(engine, 0.0)
         else:
             r, n0 = self.lowp_tflops[scheme][engine], self.lowp_n0.get(scheme, {}).get(engine, 0.0)
         s = (float(m) * n * k) ** (1.0 / 3.0)
@@ -208,7 +223,8 @@ class Profile:
                       phases=dict(self.phases))
 
     def predict_gemm(self, scheme: str, moduli: int, mode: str, m: int, n: int, k: int,
-                     engine: str | None = None) -> GemmTime:
+                     engine: str | None = None,
+                     refined_block: tuple[int, int] = (0, 0)) -> GemmTime:
         """Predict the time of ``ozaki.dgemm`` on an (m x k) by (k x n) product.
 
         Parameters
@@ -223,6 +239,10 @@ class Profile:
             Dimensions.
         engine : str, optional
             Engine; the fastest measured one by default.
+        refined_block : (int, int), optional
+            Rows and columns of the block the accurate-mode certificate refined
+            (``info.refined_block``, data-dependent): two native FP64 GEMMs of that
+            block are added to gemm.
 
         Returns
         -------
@@ -232,6 +252,10 @@ class Profile:
             fixed = f, with alpha = g N (+ 1 in accurate mode), g the engine's GEMMs per
             modulus (:meth:`gemms_per`; for int8 and fp8 at the scheme's own count this is
             :func:`~tme_model.schemes.alpha_for`) and rate(size) from :meth:`gemm_tflops`.
+            When the profile has a rate for the engine's FP32 path (``fp32_tflops``),
+            gemm is instead the sum over the GEMMs ``ozaki`` runs
+            (:func:`ozaki.emulation.exact_gemms`, alpha of them) of their exact blocks,
+            each at the rate of its path.
         """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -243,17 +267,62 @@ class Profile:
             raise TMEError(f"profile {self.path or self.name}: no rate for engine {engine!r} "
                            f"of scheme {scheme!r}")
         alpha = self.gemms_per(scheme, engine) * int(moduli) + (1 if mode == "accurate" else 0)
-        rate = self.gemm_tflops(scheme, engine, m, n, k)
+        if engine in self.fp32_tflops:
+            gemm_s = self._path_gemm_s(scheme, int(moduli), mode, m, n, k, engine)
+        else:
+            gemm_s = alpha * 2.0 * m * n * k / (self.gemm_tflops(scheme, engine, m, n, k) * 1e12)
+        rows, cols = refined_block
+        if rows and cols:
+            gemm_s += 2.0 * self.native_gemm_s(rows, cols, k)
         ph = self.phases.get(scheme, PhaseCosts())
         n_in, n_out = m * k + k * n, m * n
         scale = ph.scale_s_per_element + (ph.accurate_scale_s_per_element if mode == "accurate" else 0.0)
         return GemmTime(
             scale_s=scale * n_in,
             residue_s=ph.residue_s_per_element_modulus * moduli * n_in,
-            gemm_s=alpha * 2.0 * m * n * k / (rate * 1e12),
+            gemm_s=gemm_s,
             recon_s=ph.recon_s_per_output_modulus * moduli * n_out,
             fixed_s=ph.fixed_s,
         )
+
+
+    def _path_gemm_s(self, scheme, moduli, mode, m, n, k, engine) -> float:
+        rates = {f: self.gemm_tflops(scheme, engine, m, n, k, fp32=f) * 1e12 for f in (False, True)}
+        return sum(2.0 * m * n * length / rates[f]
+                   for length, f in gemm_paths(scheme, moduli, mode, k, engine))
+
+
+def gemm_paths(scheme: str, moduli: int, mode: str, k: int, engine: str) -> list[tuple[int, bool]]:
+    """The exact GEMM blocks of an ``ozaki.dgemm`` call: ``(k_block, fp32)`` each.
+
+    Parameters
+    ----------
+    scheme, mode : str
+        As ``ozaki.dgemm`` takes them.
+    moduli : int
+        The count the call used (``info.num_moduli``).
+    k : int
+        Inner dimension.
+    engine : str
+        An ``ozaki`` engine.
+
+    Returns
+    -------
+    list of (int, bool)
+        Per exact block: its inner length and whether it runs on the engine's FP32 path,
+        from :func:`ozaki.emulation.exact_gemms`, :meth:`ozaki.engines.Engine.blocks`
+        and :meth:`~ozaki.engines.Engine.fp32`.
+    """
+    from ozaki.emulation import exact_gemms
+    from ozaki.engines import ENGINES
+
+    if engine not in ENGINES:
+        raise TMEError(f"engine {engine!r} is not an ozaki engine; known: {', '.join(ENGINES)}")
+    eng = ENGINES[engine]()
+    return [(length, eng.fp32(bound))
+            for kc, amax, bmax in exact_gemms(k, scheme=scheme, num_moduli=moduli, mode=mode,
+                                              engine=eng)
+            for length, bound in eng.blocks(kc, amax, bmax)]
 
 
 def _positive(data: Mapping, key: str, where: str, required: bool = True) -> float | None:
@@ -313,6 +382,11 @@ def load_profile(path: str | Path) -> Profile:
           "lowp_n0": {"int8": {"<engine>": 300}},  optional, as fp64_n0 per engine
           "gemms_per_modulus": {"fp8": {"<engine>": 1}},  optional, default the
                                                    scheme's count (int8 1, fp8 3)
+          "fp32_tflops": {"cpu-blas": 0.2},        optional: engine -> rate of its FP32
+                                                   path (blocks whose exact bound FP32
+                                                   holds); predictions then follow
+                                                   ozaki's GEMMs block by block
+          "fp32_n0": {"cpu-blas": 300},            optional, as fp64_n0
           "phases": {                              optional, scheme -> costs:
             "int8": {
               "scale_s_per_element": 1e-9,         per input element
@@ -368,6 +442,14 @@ def load_profile(path: str | Path) -> Profile:
                 raise TMEError(f"{where}: gemms_per_modulus[{scheme!r}][{e!r}] must be a "
                                f"positive integer, got {v!r}")
             gpm[scheme][e] = v
+    fp32 = data.get("fp32_tflops") or {}
+    if not isinstance(fp32, dict):
+        raise TMEError(f"{where}: 'fp32_tflops' must map engine -> TFLOP/s")
+    fp32 = {e: _positive(fp32, e, f"{where}: fp32_tflops") for e in fp32}
+    fp32_n0 = data.get("fp32_n0") or {}
+    if not isinstance(fp32_n0, dict):
+        raise TMEError(f"{where}: 'fp32_n0' must map engine -> n0")
+    fp32_n0 = {e: _nonnegative(v, f"{where}: fp32_n0[{e!r}]") for e, v in fp32_n0.items()}
     phases = {}
     names = {f.name for f in fields(PhaseCosts)}
     for scheme, costs in (data.get("phases") or {}).items():
@@ -384,11 +466,11 @@ def load_profile(path: str | Path) -> Profile:
             vals[key] = float(v)
         phases[scheme] = PhaseCosts(**vals)
     known = {"schema", "name", "fp64_tflops", "fp64_vector_tflops", "mem_tbps", "lowp_tflops",
-             "phases", "fp64_n0", "lowp_n0", "gemms_per_modulus"}
+             "phases", "fp64_n0", "lowp_n0", "gemms_per_modulus", "fp32_tflops", "fp32_n0"}
     meta = {k: v for k, v in data.items() if k not in known}
     name = str(data.get("name", "local")).lower()
     return Profile(name, fp64, vec, mem, lowp, phases, meta, str(path), fp64_n0=fp64_n0,
-                   lowp_n0=lowp_n0, gemms_per_modulus=gpm)
+                   lowp_n0=lowp_n0, gemms_per_modulus=gpm, fp32_tflops=fp32, fp32_n0=fp32_n0)
 
 
 def dump_profile(profile: Profile, path: str | Path) -> None:
@@ -408,6 +490,7 @@ def dump_profile(profile: Profile, path: str | Path) -> None:
                lowp_tflops={s: dict(e) for s, e in profile.lowp_tflops.items()},
                lowp_n0={s: dict(e) for s, e in profile.lowp_n0.items()},
                gemms_per_modulus={s: dict(e) for s, e in profile.gemms_per_modulus.items()},
+               fp32_tflops=dict(profile.fp32_tflops), fp32_n0=dict(profile.fp32_n0),
                phases={s: {f.name: getattr(c, f.name) for f in fields(PhaseCosts)}
                        for s, c in profile.phases.items()})
     Path(path).write_text(json.dumps(out, indent=2) + "\n")
