@@ -50,8 +50,11 @@ def test_power_of_two_scaling_is_bitwise(pair, ea, eb, scheme, mode):
     C = ozaki.dgemm(A, B, scheme=scheme, mode=mode, num_moduli=8)
     C2 = ozaki.dgemm(A2, B2, scheme=scheme, mode=mode, num_moduli=8)
     want = np.ldexp(C, ea + eb)
-    finite = np.isfinite(want) & (np.abs(want) >= 2.0 ** -1022) | (C == 0)
-    assert np.array_equal(C2[finite], want[finite])
+    # both results normal: a subnormal one is rounded to fewer bits, so the scaled
+    # pair may differ in the last bits of the subnormal one (0 included)
+    normal = lambda X: np.isfinite(X) & (np.abs(X) >= 2.0 ** -1022)  # noqa: E731
+    both = normal(C) & normal(want)
+    assert np.array_equal(C2[both], want[both])
 
 
 special = st.sampled_from([0.0, -0.0, 1.0, -2.5, 3.0, np.inf, -np.inf, np.nan])

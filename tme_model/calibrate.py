@@ -20,6 +20,9 @@ them instead of hitting one):
   ``ozaki.dgemm`` call below divided by its GEMM count; the simulations ``cpu-fp8``
   and ``cpu-int8`` at small sizes only (they are slow), with their GEMMs per modulus
   read from ``ozaki.dgemm``'s info;
+* the FP32 path of ``cpu-blas`` (blocks whose exact bound is at most ``2**24`` run as
+  SGEMM): ``BlasEngine().matmul`` on operands below ``sqrt(2**24 / n)``, fitted the
+  same way; predictions then time each GEMM ``ozaki`` runs at its path's rate;
 * memory bandwidth: a STREAM triad ``a = b + s c`` in numba (parallel), 24 bytes per
   element; the non-GEMM FP64 rate: a vectorised FMA loop in numba, in cache;
 * the costs of ozaki's O(n^2) phases, by non-negative least squares (relative errors)
