@@ -444,6 +444,17 @@ def test_plot_writes_png_with_one_axes_per_gpu(tmp_path, capsys, monkeypatch):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 1000
     assert len(figs[-1].axes) == 2
     assert "[b300]" in figs[-1].axes[0].get_title() and "[paper:h100]" in figs[-1].axes[1].get_title()
+    # labels are placed so that none overlaps another, inside the panel
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(figs[-1]).get_renderer()  # the figure was closed
+    for ax in figs[-1].axes:
+        boxes = [t.get_window_extent(renderer) for t in ax.texts]
+        frame = ax.get_window_extent(renderer)
+        assert len(boxes) >= 8  # ridges, crossover, one per kernel
+        for i, a in enumerate(boxes):
+            assert frame.x0 <= a.x0 and a.x1 <= frame.x1 and frame.y0 <= a.y0 and a.y1 <= frame.y1
+            assert not any(a.overlaps(b) for b in boxes[i + 1:]), ax.texts[i].get_text()
     assert figs[-1].axes[0].get_xlabel() == "Arithmetic intensity [FLOP/byte]"
     assert figs[-1].axes[0].get_xscale() == "log" and figs[-1].axes[0].get_yscale() == "log"
     svg = tmp_path / "one.svg"

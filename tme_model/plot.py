@@ -31,7 +31,41 @@ def _pyplot():
     return plt
 
 
-def _panel(ax, device: Device, preds: Sequence[Prediction]) -> None:
+#: Label offsets tried in turn (points, horizontal alignment): right of the point, then
+#: below, left, and further out.
+_RIGHT = [(4, 2, "left"), (4, -11, "left"), (-4, 2, "right"), (-4, -11, "right"),
+          (4, 13, "left"), (4, -22, "left"), (-4, 13, "right"), (-4, -22, "right"),
+          (4, -33, "left"), (-4, -33, "right")]
+
+
+def _place_labels(ax, labels) -> None:
+    """Annotate ``ax`` with ``labels`` [(text, xy, offsets, kwargs)], each at the first
+    offset whose box overlaps no label placed before and stays inside the axes (else
+    at its first offset). Call after the layout is final: offsets are in points."""
+    renderer = ax.figure.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    placed = []
+    for text, xy, offsets, kw in labels:
+        best = None
+        for dx, dy, ha in offsets:
+            ann = ax.annotate(text, xy, xytext=(dx, dy), textcoords="offset points", ha=ha, **kw)
+            box = ann.get_window_extent(renderer).expanded(1.04, 1.1)
+            inside = (frame.x0 <= box.x0 and box.x1 <= frame.x1
+                      and frame.y0 <= box.y0 and box.y1 <= frame.y1)
+            if inside and not any(box.overlaps(b) for b in placed):
+                best = (ann, box)
+                break
+            ann.remove()
+        if best is None:
+            dx, dy, ha = offsets[0]
+            ann = ax.annotate(text, xy, xytext=(dx, dy), textcoords="offset points", ha=ha, **kw)
+            best = (ann, ann.get_window_extent(renderer))
+        placed.append(best[1])
+
+
+def _panel(ax, device: Device, preds: Sequence[Prediction]) -> list:
+    """Draw one device's roofline on ``ax``; return its labels for :func:`_place_labels`."""
+    labels = []
     bw = device.bandwidth()
     intens = [p.intensity for p in preds]
     p64s = sorted({p.p64_tflops for p in preds}, reverse=True)
@@ -40,6 +74,9 @@ def _panel(ax, device: Device, preds: Sequence[Prediction]) -> None:
     lo = min(intens + ridges + [0.05]) / 4
     hi = max(intens + ridges + [500.0]) * 4
     x = np.geomspace(lo, hi, 400)
+    top = max([pl for *_, pl in emus] + p64s) * 3
+    bottom = min([lo * bw / max(b for _, _, b, _ in emus)]
+                 + [p.native_tflops for p in preds] + [p.emulated_tflops for p in preds]) / 3
 
     ax.loglog(x, x * bw, color="black", lw=0.8, label=f"memory roof ({bw:g} TB/s)")
     for beta in sorted({e[2] for e in emus}):
@@ -54,9 +91,9 @@ def _panel(ax, device: Device, preds: Sequence[Prediction]) -> None:
                   label=f"emulated FP64 ceiling ({scheme}, alpha={alpha:g})")
         ridge = beta * plow / (alpha * bw)
         ax.plot([ridge], [plow / alpha], "s", color="tab:red", ms=5)
-        ax.annotate(f"emulated ridge I={ridge:.3g} (alpha={alpha:g})", (ridge, plow / alpha),
-                    fontsize=7, xytext=(-30, 8 + 11 * i), textcoords="offset points",
-                    color="tab:red")
+        labels.append((f"emulated ridge I={ridge:.3g} (alpha={alpha:g})", (ridge, plow / alpha),
+                       [(-30, 8, "left"), (-30, 19, "left"), (-30, 30, "left"), (6, -14, "left")],
+                       dict(fontsize=7, color="tab:red")))
     for p64 in p64s:
         which = ""
         if len(p64s) > 1:
@@ -64,35 +101,34 @@ def _panel(ax, device: Device, preds: Sequence[Prediction]) -> None:
         ax.loglog(x, roof_native(x, p64, bw), color="tab:blue", lw=2,
                   label=f"native FP64{which} ({p64:g} TFLOP/s)")
         ax.plot([p64 / bw], [p64], "s", color="tab:blue", ms=5)
-        ax.annotate(f"native ridge\nI={p64 / bw:.3g}", (p64 / bw, p64), fontsize=7,
-                    xytext=(4, -18), textcoords="offset points", color="tab:blue")
+        labels.append((f"native ridge I={p64 / bw:.3g}", (p64 / bw, p64),
+                       [(6, -12, "left"), (6, -24, "left"), (6, 6, "left"), (-6, 6, "right")],
+                       dict(fontsize=7, color="tab:blue")))
+        crossings = set()
         for scheme, alpha, beta, plow in emus:
             if plow / alpha > p64:
                 xo = beta * p64 / bw
+                if xo in crossings:  # the same for every alpha that wins
+                    continue
+                crossings.add(xo)
                 ax.axvline(xo, color="tab:purple", lw=0.8, ls="-.")
-                ax.annotate(f"crossover I={xo:.3g}", (xo, p64 / 20), rotation=90, fontsize=7,
-                            xytext=(-10, 0), textcoords="offset points", color="tab:purple")
+                labels.append((f"crossover I={xo:.3g}", (xo, np.sqrt(bottom * p64)),
+                               [(-3, 0, "right"), (3, 0, "left"), (-3, -40, "right"), (3, -40, "left")],
+                               dict(fontsize=7, color="tab:purple", rotation=90, va="center")))
             else:
                 ax.text(0.02, 0.02, f"{scheme}, alpha={alpha:g}: emulation never wins "
                         f"(Plow/alpha = {plow / alpha:.3g} <= P64 = {p64:g})",
                         transform=ax.transAxes, fontsize=7, color="tab:purple")
 
-    previous = None
     for p in sorted(preds, key=lambda p: p.intensity):
         ax.plot([p.intensity] * 2, [p.native_tflops, p.emulated_tflops], color="0.6", lw=0.8)
         ax.plot(p.intensity, p.native_tflops, "o", mfc="white", mec="tab:blue", ms=6)
         ax.plot(p.intensity, p.emulated_tflops, "^", color="tab:red", ms=6)
-        crowded = previous is not None and p.intensity < 1.3 * previous
-        ax.annotate(f"{p.kernel} x{p.speedup:.3g}", (p.intensity, p.emulated_tflops), fontsize=7,
-                    xytext=(-4, -11) if crowded else (4, 2), textcoords="offset points",
-                    ha="right" if crowded else "left")
-        previous = None if crowded else p.intensity
+        labels.append((f"{p.kernel} x{p.speedup:.3g}", (p.intensity, p.emulated_tflops), _RIGHT,
+                       dict(fontsize=7)))
     ax.plot([], [], "o", mfc="white", mec="tab:blue", ls="none", label="kernel, native")
     ax.plot([], [], "^", color="tab:red", ls="none", label="kernel, emulated (x speedup)")
 
-    top = max([pl for *_, pl in emus] + p64s) * 3
-    bottom = min([lo * bw / max(b for _, _, b, _ in emus)]
-                 + [p.native_tflops for p in preds] + [p.emulated_tflops for p in preds]) / 3
     ax.set_xlim(lo, hi)
     ax.set_ylim(bottom, top)
     ax.set_xlabel("Arithmetic intensity [FLOP/byte]")
@@ -100,6 +136,7 @@ def _panel(ax, device: Device, preds: Sequence[Prediction]) -> None:
     ax.set_title(f"{device.name} [{device.key}]\n{_params(preds)}", fontsize=9)
     ax.grid(True, which="major", lw=0.3)
     ax.legend(fontsize=6.5, loc="lower right")
+    return labels
 
 
 def _params(preds: Sequence[Prediction]) -> str:
@@ -135,11 +172,12 @@ def roofline_figure(panels: Sequence[tuple[Device, Sequence[Prediction]]],
     plt = _pyplot()
     n = len(panels)
     fig, axes = plt.subplots(1, n, figsize=(7.5 * n, 6.2), squeeze=False)
-    for ax, (device, preds) in zip(axes[0], panels):
-        _panel(ax, device, preds)
+    labels = [_panel(ax, device, preds) for ax, (device, preds) in zip(axes[0], panels)]
     if suptitle:
         fig.suptitle(f"TME model - {suptitle}", fontsize=10)
     fig.tight_layout()
+    for ax, lab in zip(axes[0], labels):
+        _place_labels(ax, lab)
     return fig
 
 
