@@ -176,6 +176,21 @@ def test_alpha_counts_gemms_as_ozaki_runs_them():
         schemes.alpha_for("int8", 0, "fast")
 
 
+@pytest.mark.parametrize("scheme, engine", [("int8", "cpu-int8"), ("fp8", "cpu-fp8")])
+@pytest.mark.parametrize("mode", ["fast", "accurate"])
+def test_alpha_is_the_gemm_count_ozaki_reports(scheme, engine, mode):
+    import numpy as np
+    import ozaki
+
+    rng = np.random.default_rng(7)
+    A, B = rng.standard_normal((6, 40)), rng.standard_normal((40, 5))
+    for n in (4, 9):
+        _, info = ozaki.dgemm(A, B, scheme=scheme, engine=engine, mode=mode, num_moduli=n,
+                              fallback="none", return_info=True)
+        assert info.refined_block == (0, 0)  # no data-dependent refinement GEMMs
+        assert info.gemms == schemes.alpha_for(scheme, n, mode)
+
+
 def test_moduli_counts_for_fp64_grade():
     assert schemes.moduli_for("int8", "2x-native", 4096) == 16
     assert schemes.moduli_for("fp8", "2x-native", 1024) == 13

@@ -33,39 +33,72 @@ def _pyplot():
 
 #: Label offsets tried in turn (points, horizontal alignment): right of the point, then
 #: below, left, and further out.
-_RIGHT = [(4, 2, "left"), (4, -11, "left"), (-4, 2, "right"), (-4, -11, "right"),
-          (4, 13, "left"), (4, -22, "left"), (-4, 13, "right"), (-4, -22, "right"),
-          (4, -33, "left"), (-4, -33, "right")]
+_RIGHT = [(dx, dy, ha) for up, down in ((2, -11), (13, -22), (24, -33), (35, -44))
+          for dx, ha in ((4, "left"), (-4, "right")) for dy in (up, down)]
 
 
-def _place_labels(ax, labels) -> None:
-    """Annotate ``ax`` with ``labels`` [(text, xy, offsets, kwargs)], each at the first
-    offset whose box overlaps no label placed before and stays inside the axes (else
-    at its first offset). Call after the layout is final: offsets are in points."""
+def _line_points(ax, step: float = 3.0) -> np.ndarray:
+    """Display coordinates of the data lines of ``ax``, at most ``step`` pixels apart."""
+    pts = [np.empty((0, 2))]
+    for line in ax.get_lines():
+        if line.get_transform() != ax.transData or len(line.get_xdata()) < 2:
+            continue  # axvline (drawn in axes coordinates), legend proxies
+        xy = ax.transData.transform(np.column_stack([line.get_xdata(), line.get_ydata()]))
+        xy = xy[np.all(np.isfinite(xy), axis=1)]
+        for p, q in zip(xy[:-1], xy[1:]):
+            n = max(2, int(np.hypot(*(q - p)) / step) + 1)
+            pts.append(p + np.linspace(0.0, 1.0, n)[:, None] * (q - p))
+    return np.concatenate(pts)
+
+
+def _place_labels(ax, labels, points) -> None:
+    """Annotate ``ax`` with ``labels`` [(text, xy, offsets, kwargs)].
+
+    Each label takes the first of its offsets whose box stays inside the axes and
+    meets no label placed before, the legend, a marker at ``points`` [(x, y)] or a
+    drawn line; when none is free, the one with the fewest collisions (boxes before
+    lines). Call after the layout is final: offsets are in points.
+    """
+    from matplotlib.transforms import Bbox
+
     renderer = ax.figure.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
-    placed = []
+    r = 4 * ax.figure.dpi / 72  # a marker's half-width, pixels
+    boxes = [Bbox.from_extents(u - r, v - r, u + r, v + r)
+             for u, v in ax.transData.transform(np.asarray(points, dtype=float).reshape(-1, 2))]
+    if ax.get_legend() is not None:
+        boxes.append(ax.get_legend().get_window_extent(renderer))
+    lines = _line_points(ax)
+
+    def cost(box) -> float:
+        outside = not (frame.x0 <= box.x0 and box.x1 <= frame.x1
+                       and frame.y0 <= box.y0 and box.y1 <= frame.y1)
+        hits = sum(box.overlaps(b) for b in boxes)
+        crossed = np.count_nonzero((lines[:, 0] >= box.x0) & (lines[:, 0] <= box.x1)
+                                   & (lines[:, 1] >= box.y0) & (lines[:, 1] <= box.y1))
+        return 1e6 * outside + 1e3 * hits + crossed
+
     for text, xy, offsets, kw in labels:
         best = None
         for dx, dy, ha in offsets:
             ann = ax.annotate(text, xy, xytext=(dx, dy), textcoords="offset points", ha=ha, **kw)
             box = ann.get_window_extent(renderer).expanded(1.04, 1.1)
-            inside = (frame.x0 <= box.x0 and box.x1 <= frame.x1
-                      and frame.y0 <= box.y0 and box.y1 <= frame.y1)
-            if inside and not any(box.overlaps(b) for b in placed):
-                best = (ann, box)
+            c = cost(box)
+            if best is None or c < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (c, ann, box)
+            else:
+                ann.remove()
+            if c == 0:
                 break
-            ann.remove()
-        if best is None:
-            dx, dy, ha = offsets[0]
-            ann = ax.annotate(text, xy, xytext=(dx, dy), textcoords="offset points", ha=ha, **kw)
-            best = (ann, ann.get_window_extent(renderer))
-        placed.append(best[1])
+        boxes.append(best[2])
 
 
-def _panel(ax, device: Device, preds: Sequence[Prediction]) -> list:
-    """Draw one device's roofline on ``ax``; return its labels for :func:`_place_labels`."""
-    labels = []
+def _panel(ax, device: Device, preds: Sequence[Prediction]) -> tuple[list, list]:
+    """Draw one device's roofline on ``ax``; return its labels and marker points for
+    :func:`_place_labels`."""
+    labels, points, never = [], [], []
     bw = device.bandwidth()
     intens = [p.intensity for p in preds]
     p64s = sorted({p.p64_tflops for p in preds}, reverse=True)
@@ -91,6 +124,7 @@ def _panel(ax, device: Device, preds: Sequence[Prediction]) -> list:
                   label=f"emulated FP64 ceiling ({scheme}, alpha={alpha:g})")
         ridge = beta * plow / (alpha * bw)
         ax.plot([ridge], [plow / alpha], "s", color="tab:red", ms=5)
+        points.append((ridge, plow / alpha))
         labels.append((f"emulated ridge I={ridge:.3g} (alpha={alpha:g})", (ridge, plow / alpha),
                        [(-30, 8, "left"), (-30, 19, "left"), (-30, 30, "left"), (6, -14, "left")],
                        dict(fontsize=7, color="tab:red")))
@@ -101,6 +135,7 @@ def _panel(ax, device: Device, preds: Sequence[Prediction]) -> list:
         ax.loglog(x, roof_native(x, p64, bw), color="tab:blue", lw=2,
                   label=f"native FP64{which} ({p64:g} TFLOP/s)")
         ax.plot([p64 / bw], [p64], "s", color="tab:blue", ms=5)
+        points.append((p64 / bw, p64))
         labels.append((f"native ridge I={p64 / bw:.3g}", (p64 / bw, p64),
                        [(6, -12, "left"), (6, -24, "left"), (6, 6, "left"), (-6, 6, "right")],
                        dict(fontsize=7, color="tab:blue")))
@@ -112,18 +147,24 @@ def _panel(ax, device: Device, preds: Sequence[Prediction]) -> list:
                     continue
                 crossings.add(xo)
                 ax.axvline(xo, color="tab:purple", lw=0.8, ls="-.")
-                labels.append((f"crossover I={xo:.3g}", (xo, np.sqrt(bottom * p64)),
-                               [(-3, 0, "right"), (3, 0, "left"), (-3, -40, "right"), (3, -40, "left")],
-                               dict(fontsize=7, color="tab:purple", rotation=90, va="center")))
+                # with gamma > 0 each kernel's own crossover is later (tme-table)
+                at = " at gamma=0" if any(p.gamma > 0 for p in preds) else ""
+                labels.append((f"crossover I={xo:.3g}{which}{at}", (xo, 0.3),  # y: axes fraction
+                               [(-3, 0, "right"), (3, 0, "left"), (-3, 40, "right"), (3, 40, "left")],
+                               dict(fontsize=7, color="tab:purple", rotation=90, va="center",
+                                    xycoords=ax.get_xaxis_transform())))
             else:
-                ax.text(0.02, 0.02, f"{scheme}, alpha={alpha:g}: emulation never wins "
-                        f"(Plow/alpha = {plow / alpha:.3g} <= P64 = {p64:g})",
-                        transform=ax.transAxes, fontsize=7, color="tab:purple")
+                never.append(f"{scheme}, alpha={alpha:g}: emulation never wins against native"
+                             f"{which}:\nPlow/alpha = {plow / alpha:.3g} <= P64 = {p64:g} TFLOP/s")
+    if never:  # top left: above the memory roof, always empty
+        ax.text(0.02, 0.98, "\n".join(never), transform=ax.transAxes, fontsize=7, va="top",
+                color="tab:purple")
 
     for p in sorted(preds, key=lambda p: p.intensity):
         ax.plot([p.intensity] * 2, [p.native_tflops, p.emulated_tflops], color="0.6", lw=0.8)
         ax.plot(p.intensity, p.native_tflops, "o", mfc="white", mec="tab:blue", ms=6)
         ax.plot(p.intensity, p.emulated_tflops, "^", color="tab:red", ms=6)
+        points += [(p.intensity, p.native_tflops), (p.intensity, p.emulated_tflops)]
         labels.append((f"{p.kernel} x{p.speedup:.3g}", (p.intensity, p.emulated_tflops), _RIGHT,
                        dict(fontsize=7)))
     ax.plot([], [], "o", mfc="white", mec="tab:blue", ls="none", label="kernel, native")
@@ -136,7 +177,7 @@ def _panel(ax, device: Device, preds: Sequence[Prediction]) -> list:
     ax.set_title(f"{device.name} [{device.key}]\n{_params(preds)}", fontsize=9)
     ax.grid(True, which="major", lw=0.3)
     ax.legend(fontsize=6.5, loc="lower right")
-    return labels
+    return labels, points
 
 
 def _params(preds: Sequence[Prediction]) -> str:
@@ -176,8 +217,8 @@ def roofline_figure(panels: Sequence[tuple[Device, Sequence[Prediction]]],
     if suptitle:
         fig.suptitle(f"TME model - {suptitle}", fontsize=10)
     fig.tight_layout()
-    for ax, lab in zip(axes[0], labels):
-        _place_labels(ax, lab)
+    for ax, (lab, points) in zip(axes[0], labels):
+        _place_labels(ax, lab, points)
     return fig
 
 
