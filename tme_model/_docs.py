@@ -53,10 +53,12 @@ def _rst_table(head: list[str], rows: list[list[str]]) -> str:
 
 
 def _forms() -> str:
+    import sympy
+
     from .symbolic import latex
 
     tex = latex()
-    out = []
+    out = [f".. printed by sympy {sympy.__version__}", ""]
     for key, title, lhs in _FORMS:
         out += [f"{title} (``{key}``):", "", ".. math::", "", f"   {lhs} = {tex[key]}", ""]
     return "\n".join(out).rstrip()
@@ -144,6 +146,12 @@ def _replace(text: str, blocks: dict[str, str]) -> tuple[str, list[str]]:
             stale.append(name)
             text = text[: m.start(1)] + new + text[m.end(1):]
     return text, stale
+
+
+def forms_printed_by(path: Path = PAGE) -> str | None:
+    """The sympy version that printed the page's closed forms (its printing varies)."""
+    m = re.search(r"^\.\. printed by sympy (\S+)$", path.read_text(), re.M)
+    return m.group(1) if m else None
 
 
 def stale_blocks(path: Path = PAGE) -> list[str]:

@@ -179,9 +179,11 @@ def plot_main(argv: Sequence[str] | None = None) -> int:
 
 _TEXT_COLUMNS = (
     ("kernel", "kernel", "{}"), ("I [F/B]", "intensity", "{:.4g}"), ("scheme", "scheme", "{}"),
-    ("N", "moduli", "{}"), ("alpha", "alpha", "{:.4g}"), ("native TF/s", "native_tflops", "{:.4g}"),
+    ("N", "moduli", "{}"), ("alpha", "alpha", "{:.4g}"), ("native [s]", "native_s", "{:.3g}"),
+    ("emul [s]", "emulated_s", "{:.3g}"), ("native TF/s", "native_tflops", "{:.4g}"),
     ("emul TF/s", "emulated_tflops", "{:.4g}"), ("speedup", "speedup", "{:.3g}"),
     ("regime", "regime", "{}"), ("emul bound", "emulated_limiter", "{}"),
+    ("emul ridge I", "ridge_emulated", "{:.4g}"),
     ("crossover I", "crossover_intensity", "{:.4g}"), ("break-even beta", "break_even_beta", "{:.4g}"),
 )
 

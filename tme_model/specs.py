@@ -206,16 +206,21 @@ def _figure(name: str, raw: object, sources: Mapping[str, str], where: str) -> F
         raise TMEError(f"{where}: figure {name!r} has unknown keys {sorted(unknown)}")
     supported = bool(raw.get("supported", True))
     value = raw.get("value")
+    def number(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    rng = raw.get("range")
     if supported:
         if value is None:
             raise TMEError(f"{where}: figure {name!r} needs a value (or supported = false)")
+        if not number(value) or value <= 0:
+            raise TMEError(f"{where}: figure {name!r} must be a positive number, got {value!r}")
         value = float(value)
-        if not math.isfinite(value) or value <= 0:
-            raise TMEError(f"{where}: figure {name!r} must be positive, got {value}")
-    elif value is not None:
-        raise TMEError(f"{where}: figure {name!r} is unsupported but has a value")
-    rng = raw.get("range")
+    elif value is not None or rng is not None:
+        raise TMEError(f"{where}: figure {name!r} is unsupported but has a value or range")
     if rng is not None:
+        if not isinstance(rng, (list, tuple)) or len(rng) != 2 or not all(number(x) for x in rng):
+            raise TMEError(f"{where}: figure {name!r}: range must be [low, high], got {rng!r}")
         lo, hi = (float(x) for x in rng)
         if not lo <= value <= hi:
             raise TMEError(f"{where}: figure {name!r} = {value} lies outside its range {rng}")
@@ -233,7 +238,8 @@ def _figure(name: str, raw: object, sources: Mapping[str, str], where: str) -> F
     )
 
 
-def parse_devices(data: Mapping, origin: str) -> dict[str, Device]:
+def parse_devices(data: Mapping, origin: str, known_sources: Mapping[str, str] | None = None
+                  ) -> dict[str, Device]:
     """Build devices from a parsed database (the TOML/JSON layout of ``gpus.toml``).
 
     Parameters
@@ -242,13 +248,16 @@ def parse_devices(data: Mapping, origin: str) -> dict[str, Device]:
         ``{"sources": {key: text}, "devices": {key: {name, vendor, <figure>: ...}}}``.
     origin : str
         Recorded in each :class:`Device` (file path or ``"builtin"``).
+    known_sources : mapping, optional
+        Source keys a file may cite without defining them (a user file: the shipped
+        database's ``[sources]``); its own keys take precedence.
 
     Returns
     -------
     dict of str to Device
         Devices by key.
     """
-    sources = {str(k): str(v) for k, v in data.get("sources", {}).items()}
+    sources = {**(known_sources or {}), **{str(k): str(v) for k, v in data.get("sources", {}).items()}}
     devices = {}
     for key, entry in data.get("devices", {}).items():
         where = f"{origin}: device {key!r}"
@@ -291,12 +300,14 @@ def load_devices(extra: Iterable[str | Path] = ()) -> dict[str, Device]:
         Devices by key, in file order.
     """
     builtin = resources.files("tme_model") / "data" / "gpus.toml"
-    devices = parse_devices(tomllib.loads(builtin.read_text()), "builtin")
+    shipped = tomllib.loads(builtin.read_text())
+    devices = parse_devices(shipped, "builtin")
+    known = {str(k): str(v) for k, v in shipped.get("sources", {}).items()}
     for path in extra:
         path = Path(path)
         if not path.is_file():
             raise TMEError(f"device file not found: {path}")
-        devices.update(parse_devices(_read(path), str(path)))
+        devices.update(parse_devices(_read(path), str(path), known))
     return devices
 
 
