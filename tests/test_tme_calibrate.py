@@ -123,6 +123,12 @@ def test_validate_rows_and_table(quick_profile):
     assert rows[1]["num_moduli"] == 6 and rows[1]["gemms"] == 7
     md = cal.markdown_table(rows)
     assert md.startswith("| n | scheme |") and "within +-25%" in md
+    plain = cal.rst_table(rows).splitlines()
+    assert len(plain) == 3 + len(rows) + 1 and plain[1].split()[-1] == "pred/meas"
+    assert plain[3].split()[:2] == ["48", "native"] and plain[3].split()[-1] == f"{rows[0]['ratio']:.2f}"
+    both = cal.rst_table(rows, prof).splitlines()  # the profile keeps its runs: minima too
+    assert both[1].split()[-3:] == ["min", "[s]", "pred/meas"]
+    assert len(both[3].split()) == len(plain[3].split()) + 3
 
 
 def test_usage_errors(capsys, tmp_path):

@@ -76,6 +76,7 @@ __all__ = [
     "calibrate_and_validate",
     "fit_rate",
     "refit",
+    "rst_table",
     "main",
     "markdown_table",
     "restate",
@@ -758,6 +759,43 @@ def markdown_table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def rst_table(rows: list[dict], profile: Profile | None = None) -> str:
+    """Render :func:`validate` rows as a reStructuredText table (the docs' table).
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows of :func:`validate`, summarised by their median.
+    profile : Profile, optional
+        The profile that predicted them; when it keeps its runs, the rows are also
+        restated from their minima with the profile refitted from minima
+        (:func:`refit`, :func:`restate`), as three more columns.
+
+    Returns
+    -------
+    str
+        The table (simple-table syntax).
+    """
+    head = ["n", "scheme", "mode", "N", "GEMMs", "pred [s]", f"{rows[0].get('statistic', 'median')} [s]",
+            "pred/meas"]
+    alt = None
+    if profile is not None and "runs" in profile.meta.get("calibration", {}):
+        alt = restate(rows, refit(profile, "min"), "min")
+        head += ["pred [s]", "min [s]", "pred/meas"]
+    body = []
+    for i, r in enumerate(rows):
+        cells = [str(r["n"]), r["scheme"] + (" (fallback)" if r.get("fallback_entries") else ""),
+                 r["mode"] or "-", "-" if r["num_moduli"] is None else str(r["num_moduli"]),
+                 str(r["gemms"])]
+        for x in [r] + ([alt[i]] if alt else []):
+            cells += [f"{x['predicted_s']:.3g}", f"{x['measured_s']:.3g}", f"{x['ratio']:.2f}"]
+        body.append(cells)
+    widths = [max(len(c) for c in col) for col in zip(head, *body)]
+    rule = "  ".join("=" * w for w in widths)
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join([rule, line(head), rule, *map(line, body), rule])
+
+
 # ---------------------------------------------------------------------- CLI
 
 def _sizes(text: str) -> list[int]:
@@ -814,6 +852,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help=f"default {','.join(map(str, VALIDATION_SIZES))} "
                         f"(--quick: {','.join(map(str, QUICK_VALIDATION_SIZES))})")
     v.add_argument("--json", metavar="FILE", help="also write the validation rows as JSON")
+    v.add_argument("--rst", metavar="FILE", help="also write them as a reStructuredText table "
+                                                 "(with the minima restated, after a calibration)")
     a = p.parse_args(argv)
     if a.repeats is not None and a.repeats < 1:
         p.error(f"--repeats must be >= 1, got {a.repeats}")
@@ -856,6 +896,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             with open(a.json, "w") as fh:
                 json.dump(rows, fh, indent=2)
                 fh.write("\n")
+        if a.rst:
+            with open(a.rst, "w") as fh:
+                fh.write(rst_table(rows, profile) + "\n")
     return 0
 
 
