@@ -75,6 +75,8 @@ def test_predict_gemm_structure(quick_profile):
         assert flat.predict_gemm(scheme, N, "accurate", n, n, n, engine="cpu-blas").gemm_s == pytest.approx((N + 1) * one64)
         refined = prof.predict_gemm(scheme, N, "accurate", n, n, n, engine="cpu-blas", refined_block=(10, 20))
         assert refined.gemm_s - acc.gemm_s == pytest.approx(2 * prof.native_gemm_s(10, 20, n))
+        with pytest.raises(ValueError, match="refined_block"):
+            prof.predict_gemm(scheme, N, "accurate", n, n, n, refined_block=(-1, 3))
         for t in (fast, acc):
             assert t.total_s == pytest.approx(t.scale_s + t.residue_s + t.gemm_s + t.recon_s + t.fixed_s)
         ph = prof.phases[scheme]

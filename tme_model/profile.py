@@ -272,6 +272,8 @@ class Profile:
         else:
             gemm_s = alpha * 2.0 * m * n * k / (self.gemm_tflops(scheme, engine, m, n, k) * 1e12)
         rows, cols = refined_block
+        if any(isinstance(x, bool) or int(x) != x or x < 0 for x in (rows, cols)):
+            raise ValueError(f"refined_block must be two integers >= 0, got {refined_block!r}")
         if rows and cols:
             gemm_s += 2.0 * self.native_gemm_s(rows, cols, k)
         ph = self.phases.get(scheme, PhaseCosts())
