@@ -790,10 +790,9 @@ def rst_table(rows: list[dict], profile: Profile | None = None) -> str:
         for x in [r] + ([alt[i]] if alt else []):
             cells += [f"{x['predicted_s']:.3g}", f"{x['measured_s']:.3g}", f"{x['ratio']:.2f}"]
         body.append(cells)
-    widths = [max(len(c) for c in col) for col in zip(head, *body)]
-    rule = "  ".join("=" * w for w in widths)
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    return "\n".join([rule, line(head), rule, *map(line, body), rule])
+    from ._docs import _rst_table
+
+    return _rst_table(head, body)
 
 
 # ---------------------------------------------------------------------- CLI

@@ -297,13 +297,15 @@ def _md_table(head, rows):
     return lines + ["| " + " | ".join(r) + " |" for r in esc[1:]]
 
 
-def _rst_table(head, rows):
-    rows = [[c if c else "-" for c in r] for r in rows]
+def rst_table(head, rows, right=()) -> list[str]:
+    """Lines of an RST simple table; the columns whose indices are in ``right`` are
+    right-aligned (numbers), the others left-aligned."""
     widths = [max(len(head[i]), *(len(r[i]) for r in rows)) for i in range(len(head))]
     rule = "  ".join("=" * w for w in widths)
 
     def line(cells):
-        return "  ".join(t.ljust(w) for t, w in zip(cells, widths)).rstrip()
+        return "  ".join(t.rjust(w) if c in right else t.ljust(w)
+                         for c, (t, w) in enumerate(zip(cells, widths))).rstrip()
 
     return [rule, line(head), rule] + [line(r) for r in rows] + [rule]
 
@@ -330,7 +332,8 @@ def rst(bl, image_prefix="") -> str:
         elif b[0] == "p":
             lines += [b[1], ""]
         elif b[0] == "table":
-            lines += [f".. rubric:: {b[1]}", ""] + _rst_table(b[2], b[3]) + [""]
+            body = [[c if c else "-" for c in r] for r in b[3]]
+            lines += [f".. rubric:: {b[1]}", ""] + rst_table(b[2], body) + [""]
         elif b[0] == "image":
             lines += [f".. image:: {image_prefix}{b[1]}", f"   :alt: {b[2]}",
                       "   :width: 100%", ""]

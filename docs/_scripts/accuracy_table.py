@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 import ozaki  # noqa: E402
 from ozaki.moduli import MODULI, auto_num_moduli  # noqa: E402
 from validation.reference import componentwise_errors, exact_matmul, test_matrix  # noqa: E402
+from validation.report import rst_table  # noqa: E402
 
 OUT = ROOT / "docs" / "_generated" / "accuracy_tables.rst"
 
@@ -61,18 +62,6 @@ def fmt(x: float) -> str:
         return f"{v:.0f}"
     mant, exp = f"{v:.1e}".split("e")
     return f"{mant}e{int(exp)}"
-
-
-def simple_table(header, rows) -> list[str]:
-    """An RST simple table (right-aligned numbers)."""
-    widths = [max(len(header[c]), *(len(r[c]) for r in rows)) for c in range(len(header))]
-    rule = "  ".join("=" * w for w in widths)
-
-    def line(cells):
-        return "  ".join(t.ljust(w) if c == 0 else t.rjust(w)
-                         for c, (t, w) in enumerate(zip(cells, widths))).rstrip()
-
-    return [rule, line(header), rule] + [line(r) for r in rows] + [rule]
 
 
 def main() -> None:
@@ -123,7 +112,7 @@ def main() -> None:
                     cells.append(f"{fmt(rel)} / {fmt(nrm)}")
                 label = f"{nm} (auto)" if nm == auto else str(nm)
                 rows.append([label, f"{logP:.1f}"] + cells)
-            lines += simple_table(header, rows)
+            lines += rst_table(header, rows, right=range(1, len(header)))
             lines.append("")
 
     OUT.parent.mkdir(parents=True, exist_ok=True)

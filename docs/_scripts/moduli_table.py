@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from ozaki.moduli import MODULI, MODULI_VERSION, auto_num_moduli, crt_plan  # noqa: E402
+from validation.report import rst_table  # noqa: E402
 
 OUT = ROOT / "docs" / "_generated" / "moduli_tables.rst"
 
@@ -59,14 +60,7 @@ def table(scheme: str) -> list[str]:
         plan = crt_plan(scheme, n)
         rows.append([str(n), str(p), factor(p), encoding(scheme, p), f"{plan.log2_P:.1f}",
                      str(plan.rho), str(plan.bits_per_level), str(plan.levels)])
-    widths = [max(len(header[c]), *(len(r[c]) for r in rows)) for c in range(len(header))]
-    rule = "  ".join("=" * w for w in widths)
-
-    def line(cells):
-        return "  ".join(t.rjust(w) if c not in (2, 3) else t.ljust(w)
-                         for c, (t, w) in enumerate(zip(cells, widths))).rstrip()
-
-    return [rule, line(header), rule] + [line(r) for r in rows] + [rule]
+    return rst_table(header, rows, right=[c for c in range(len(header)) if c not in (2, 3)])
 
 
 def main() -> None:
