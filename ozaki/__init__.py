@@ -10,10 +10,11 @@ Remainder Theorem. Bitwise reproducible across engines and thread counts.
 
 from .certify import CertificationError
 from .engines import available_engines
-from .emulation import dgemm, gemm, workspace_bytes
-from .info import OzakiInfo
-from .moduli import MODULI_VERSION
+from .emulation import MODES, dgemm, exact_gemms, gemm, workspace_bytes
+from .info import PHASES, OzakiInfo
+from .moduli import MODULI_VERSION, SCHEMES, auto_num_moduli
 
 __all__ = ["dgemm", "gemm", "available_engines", "workspace_bytes", "OzakiInfo",
-           "CertificationError", "MODULI_VERSION"]
+           "CertificationError", "MODULI_VERSION", "exact_gemms", "auto_num_moduli",
+           "SCHEMES", "MODES", "PHASES"]
 __version__ = "0.1.0"
