@@ -32,14 +32,15 @@ FALLBACKS = ("native", "raise", "none")
 # -- argument checking -------------------------------------------------------
 
 def _operand(X: Any, name: str) -> np.ndarray:
-    if isinstance(X, np.ndarray):
-        arr = X
-    else:
-        try:
-            arr = np.asarray(X)
-        except Exception as exc:  # e.g. a GPU array that refuses implicit copies
-            raise TypeError(f"{name} must be a real array convertible to float64 "
-                            f"(got {type(X).__name__}: {exc})") from None
+    if isinstance(X, np.ma.MaskedArray):
+        raise TypeError(f"{name} is a masked array: masks are not supported (the product "
+                        "would silently use the masked values); pass np.ma.filled(X, 0) "
+                        "or the compressed data")
+    try:
+        arr = np.asarray(X)  # a plain ndarray: subclasses (np.matrix) are viewed as such
+    except Exception as exc:  # e.g. a GPU array that refuses implicit copies
+        raise TypeError(f"{name} must be a real array convertible to float64 "
+                        f"(got {type(X).__name__}: {exc})") from None
     if arr.dtype.kind == "c":
         raise TypeError(f"{name} is complex: complex support is not yet available; "
                         "multiply real and imaginary parts separately")
@@ -47,7 +48,34 @@ def _operand(X: Any, name: str) -> np.ndarray:
         raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-D, got {arr.ndim}-D with shape {arr.shape}")
-    return arr.astype(np.float64, copy=False)
+    out = arr.astype(np.float64, copy=False)
+    if arr.dtype.kind in "iu" and arr.dtype.itemsize > 4 and arr.size:
+        # 64-bit integers beyond 2**53 do not convert exactly: refuse to round them
+        with np.errstate(invalid="ignore"):  # 2**63 and 2**64 wrap: caught below
+            back = out.astype(arr.dtype)
+        if not np.array_equal(back, arr):
+            raise ValueError(f"{name} holds integers that float64 cannot represent exactly "
+                             "(|x| > 2**53); convert them explicitly if rounding is intended")
+    return out
+
+
+def _transpose_flag(value, name: str) -> bool:
+    """``trans_a``/``trans_b``: a bool, or a BLAS letter 'N' / 'T' / 'C' (any case)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, str) and value.upper() in ("N", "T", "C"):
+        return value.upper() != "N"  # 'C' is 'T' for real operands
+    raise TypeError(f"{name} must be a bool or one of 'N', 'T', 'C'; got {value!r}")
+
+
+def _scalar(value, name: str) -> float:
+    """``alpha``/``beta``: a real number (Python or numpy, not bool, not a string)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        if isinstance(value, (complex, np.complexfloating)):
+            raise TypeError(f"{name} is complex: complex support is not yet available")
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    return float(value)
 
 
 def _check_choice(value, name: str, choices) -> None:
@@ -360,8 +388,11 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
     C : array_like, shape (m, n), optional
         Required when ``beta != 0``.
     alpha, beta : float
-    trans_a, trans_b : bool
-        Use the transpose of ``A`` / ``B`` (no copy).
+        Real numbers (Python or numpy scalars; bools and strings are refused).
+    trans_a, trans_b : bool or {"N", "T", "C"}
+        Use the transpose of ``A`` / ``B`` (no copy): ``True`` or the BLAS letters
+        ``"T"``/``"C"`` (the same for real operands), ``False`` or ``"N"`` for none
+        (letters in either case). Anything else raises ``TypeError``.
     scheme, num_moduli, mode, engine, fallback, out, return_info, bounds
         As in :func:`dgemm`. The certificate and the fallback concern
         ``op(A) op(B)``, before ``alpha`` and ``beta`` are applied.
@@ -373,17 +404,18 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
         timings when no product was computed: ``alpha == 0``, an empty shape or
         ``k == 0``).
     """
+    ta, tb = _transpose_flag(trans_a, "trans_a"), _transpose_flag(trans_b, "trans_b")
+    alpha, beta = _scalar(alpha, "alpha"), _scalar(beta, "beta")
     A = _operand(A, "A")
     B = _operand(B, "B")
-    if trans_a:
+    if ta:
         A = A.T
-    if trans_b:
+    if tb:
         B = B.T
     m, k = A.shape
     if B.shape[0] != k:
         raise ValueError(f"inner dimensions differ: op(A) is {A.shape}, op(B) is {B.shape}")
     n = B.shape[1]
-    alpha, beta = float(alpha), float(beta)
     if beta != 0.0:
         if C is None:
             raise ValueError("C is required when beta != 0")
@@ -441,8 +473,10 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
     Parameters
     ----------
     A : array_like, shape (m, k)
-        Any real array convertible to float64 (int and float32 are converted),
-        C or Fortran order or a view. Never modified.
+        Any real array convertible to float64 (int and float32 are converted;
+        64-bit integers must be exact in float64, ``|x| <= 2**53``), C or
+        Fortran order or a view. Never modified. Masked arrays are refused
+        (``TypeError``): fill them first.
     B : array_like, shape (k, n)
     scheme : {"auto", "int8", "fp8", "fp64"}
         The low-precision unit being emulated. ``"auto"`` picks ``"fp64"`` on

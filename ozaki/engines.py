@@ -134,7 +134,10 @@ class BlasEngine(Engine):
             out[...] = np.matmul(X.astype(np.float32, copy=False),
                                  Y.astype(np.float32, copy=False))
         else:
-            np.matmul(X, Y, out=out)
+            # float32 operands (the bound GEMM's planes) must not select SGEMM
+            # here: numpy picks the loop from the operands, not from ``out``
+            np.matmul(X.astype(np.float64, copy=False), Y.astype(np.float64, copy=False),
+                      out=out)
 
 
 class FP8Engine(Engine):

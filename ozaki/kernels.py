@@ -22,19 +22,66 @@ from __future__ import annotations
 import os
 import threading
 
-# numba's OpenMP workers otherwise spin after every parallel pass and take the
-# cores from the BLAS threads that run next (7x vs 10x numpy measured at
-# n = 1024 on 2 cores); a default only, before the OpenMP runtime starts.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-import numba as nb  # noqa: E402
+import numba as nb
 import numpy as np
 
 _CACHE = True
 
-#: numba's default threading layer may not be entered from two Python threads
-#: at once: callers hold this lock around kernel calls (BLAS runs outside it).
-LOCK = threading.RLock()
+#: OpenMP wait policy that numba's worker threads start with, unless the process
+#: sets ``OMP_WAIT_POLICY`` itself. Spinning workers take the cores from the BLAS
+#: threads that run next (7x vs 10x numpy measured at n = 1024 on 2 cores).
+WAIT_POLICY = "PASSIVE"
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def _touch(x):  # pragma: no cover - trivially compiled
+    for i in nb.prange(x.shape[0]):
+        x[i] = i
+
+
+class _KernelLock:
+    """The lock around every compiled call; the first entry starts numba's threads.
+
+    numba's default threading layer may not be entered from two Python threads at
+    once: callers hold this (re-entrant) lock around kernel calls, BLAS runs
+    outside it. The OpenMP runtime reads ``OMP_WAIT_POLICY`` once, when numba
+    loads it at its first parallel launch; that launch happens here, with
+    :data:`WAIT_POLICY` put into the environment for the moment of the launch
+    only (a value the process set wins). ``import ozaki`` and later calls leave
+    ``os.environ`` as they found it.
+    """
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._started = False
+
+    def _start(self):
+        self._started = True
+        set_here = "OMP_WAIT_POLICY" not in os.environ and bool(WAIT_POLICY)
+        if set_here:
+            os.environ["OMP_WAIT_POLICY"] = WAIT_POLICY
+        try:
+            _touch(np.empty(2))
+        finally:
+            if set_here:
+                os.environ.pop("OMP_WAIT_POLICY", None)
+
+    def __enter__(self):
+        self._lock.acquire()
+        if not self._started:
+            try:
+                self._start()
+            except BaseException:
+                self._lock.release()
+                raise
+        return self
+
+    def __exit__(self, *exc):
+        self._lock.release()
+        return False
+
+
+LOCK = _KernelLock()
 _MAGIC = 6755399441055744.0  # 1.5 * 2**52
 _TWO26 = 67108864.0
 _TWO_M26 = 1.0 / 67108864.0

@@ -197,6 +197,7 @@ def crt_plan(scheme: str, num_moduli: int) -> CRTPlan:
     if any(float(x) != x for parts, _ in splits for x in parts):
         raise AssertionError("a CRT level part is not exact in FP64")
     p_levels = np.array([float(x) for x in p_parts])
+    weights.flags.writeable = p_levels.flags.writeable = False  # cached: shared by all calls
     # The quotient estimate sum_l fl(S_l / P) errs by at most ~rho * 2**-51 (the
     # |S_l / P| are below rho); the margin ETA / 2 must exceed it.
     if rho * 2.0 ** -49 >= ETA / 2:

@@ -79,5 +79,6 @@ def pow2mod(p: int) -> np.ndarray:
     tab = _POW2MOD.get(p)
     if tab is None:
         tab = np.array([pow(2, e, p) for e in range(MAX_EXPONENT + 27)], dtype=np.float64)
+        tab.flags.writeable = False  # shared by every call: nobody may change it
         _POW2MOD[p] = tab
     return tab

@@ -14,20 +14,39 @@ import numpy as np
 
 __all__ = ["Workspace", "workspace", "set_workspace_limit", "workspace_limit"]
 
-_DEFAULT_LIMIT = int(os.environ.get("OZAKI_WORKSPACE_LIMIT", 8 * 2 ** 30))
-_limit = _DEFAULT_LIMIT
+_DEFAULT_LIMIT = 8 * 2 ** 30
+_limit: int | None = None  # read from the environment at first use
+
+
+def _env_limit() -> int:
+    """``OZAKI_WORKSPACE_LIMIT`` (bytes, a non-negative integer), else 8 GiB."""
+    text = os.environ.get("OZAKI_WORKSPACE_LIMIT")
+    if text is None:
+        return _DEFAULT_LIMIT
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(f"OZAKI_WORKSPACE_LIMIT must be a non-negative integer number of "
+                         f"bytes, got {text!r}")
+    return value
 
 
 def set_workspace_limit(nbytes: int) -> None:
     """Largest total size (bytes) that a thread's workspace keeps between calls."""
     global _limit
-    if not isinstance(nbytes, (int, np.integer)) or nbytes < 0:
+    if isinstance(nbytes, (bool, np.bool_)) or not isinstance(nbytes, (int, np.integer)) \
+            or nbytes < 0:
         raise ValueError(f"nbytes must be a non-negative integer, got {nbytes!r}")
     _limit = int(nbytes)
 
 
 def workspace_limit() -> int:
-    """Current cap in bytes (default 8 GiB, or ``OZAKI_WORKSPACE_LIMIT``)."""
+    """Current cap in bytes (default 8 GiB, or ``OZAKI_WORKSPACE_LIMIT`` read at first use)."""
+    global _limit
+    if _limit is None:
+        _limit = _env_limit()
     return _limit
 
 
@@ -47,7 +66,7 @@ class Workspace:
         buf = self._buffers.get(name)
         if buf is None or buf.size < size:
             grown = self.nbytes - (0 if buf is None else buf.nbytes) + size
-            if grown > _limit:
+            if grown > workspace_limit():
                 return np.empty(shape, dtype)
             buf = np.empty(size, np.uint8)
             self._buffers[name] = buf

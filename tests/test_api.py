@@ -18,7 +18,9 @@ def AB(rng):
 
 def test_public_surface():
     assert set(ozaki.__all__) == {"dgemm", "gemm", "available_engines", "workspace_bytes",
-                                  "OzakiInfo", "CertificationError", "MODULI_VERSION"}
+                                  "OzakiInfo", "CertificationError", "MODULI_VERSION",
+                                  "exact_gemms", "auto_num_moduli", "SCHEMES", "MODES",
+                                  "PHASES"}
     assert ozaki.MODULI_VERSION == 1
 
 
