@@ -38,8 +38,11 @@ scaled by ``2**(e_i + f_j)`` first, so nothing over- or underflows; the float
 evaluation carries a relative safety factor of ``2**-40``.
 
 Fast mode has no componentwise information; it certifies the weaker normwise
-form ``error_ij <= u ||a_i||_2 ||b_j||_2`` from ``T_ij <= 2**-s_i ||b_j||_1 +
-2**-t_j ||a_i||_1`` (see :func:`normwise_ratio`).
+target ``|C_ij - (AB)_ij| <= u |(AB)_ij| + u ||a_i||_2 ||b_j||_2``: the same
+bound with ``T_ij <= 2**-s_i ||b_j||_1 + 2**-t_j ||a_i||_1`` and
+``|A||B| <= ||a_i||_2 ||b_j||_2`` must stay below ``u ||a_i||_2 ||b_j||_2`` (see
+:func:`normwise_ratio`; the final rounding ``u |(AB)_ij|`` is part of the target,
+as in accurate mode, since no bound below it can hold).
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ from . import kernels, scaling
 from .moduli import MIN_MODULI, crt_plan, max_moduli
 
 __all__ = ["CertificationError", "Certificate", "Refinement", "componentwise",
-           "normwise_ratio", "choose_count", "explain", "native_fallback"]
+           "Normwise", "normwise_ratio", "normwise_entries", "choose_count", "explain"]
 
 U = 2.0 ** -53
 _SAFETY = 1.0 + 2.0 ** -40
@@ -208,37 +211,104 @@ class Refinement:
                             np.where(self.G > 0, num / (U * self.G), np.inf))
         ratio[ix] = np.minimum(ratio[ix], fine)
         if bound is not None:
-            fine_bound = np.where(self.U == 0, 0.0, np.ldexp(num, -ef) + 5e-324)
+            with np.errstate(over="ignore"):  # inf is a valid (useless) bound
+                fine_bound = np.where(self.U == 0, 0.0, np.ldexp(num, -ef) + 5e-324)
             bound[ix] = np.minimum(bound[ix], fine_bound)
         return Certificate(cert.num_moduli, cert.sigma, cert.tau,
                            float(ratio.max(initial=0.0)), int((ratio > 1).sum()), cert.kind)
 
 
-def normwise_ratio(E_a, n2_a, n1_a, zero_a, E_b, n2_b, n1_b, zero_b, s, t, k, R,
-                   g2) -> float:
-    """Largest ``bound / (u ||a_i||_2 ||b_j||_2)`` of the fast-mode (normwise) bound.
+@dataclass
+class Normwise:
+    """Per-line data of the fast-mode (normwise) bound, normalised so nothing overflows.
 
-    Per line the kernels give the normalised sums ``n2 = ||a 2**-E||_2**2`` and
-    ``n1 = ||a 2**-E||_1`` (fixed-order FP64 sums, relative error below
-    ``(k + 2) u``). With ``x_i = 2**-(s_i + E_i) / ||a_i 2**-E_i||_2`` and
-    ``alpha_i = ||a_i||_1 / ||a_i||_2``,
-    ``T_ij / (||a_i|| ||b_j||) <= x_i beta_j + y_j alpha_i``; the maximum over
-    ``(i, j)`` is bounded by the product of the maxima (separable, O(m + n)).
-    ``R`` and ``g2`` are the reconstruction's terms (:class:`ozaki.moduli.CRTPlan`).
+    The kernels give ``n2 = ||a 2**-E||_2**2`` and ``n1 = ||a 2**-E||_1`` per line
+    (fixed-order FP64 sums of at most ``k`` terms, relative error below
+    ``(k + 2) u``; terms below ``2**-500`` are dropped). With ``slack = 1 + (k + 8)
+    2**-52``: ``lo2 = sqrt(n2 / slack)`` is a lower bound of the normalised 2-norm,
+    ``hi2 = sqrt(n2 slack + k 2**-1000)`` an upper one, ``hi1 = n1 slack + k 2**-500``
+    an upper bound of the normalised 1-norm.
     """
-    slack = 1.0 + (k + 8) * 2.0 ** -52
-    nz_a, nz_b = ~zero_a, ~zero_b
-    if not nz_a.any() or not nz_b.any():
+
+    E: np.ndarray
+    zero: np.ndarray
+    lo2: np.ndarray
+    hi2: np.ndarray
+    hi1: np.ndarray
+
+    @classmethod
+    def from_sums(cls, E, zero, n2, n1, k) -> "Normwise":
+        slack = 1.0 + (k + 8) * 2.0 ** -52
+        lo2 = np.sqrt(n2 / slack)
+        hi2 = np.sqrt(n2 * slack + k * 2.0 ** -1000)
+        return cls(E, zero, lo2, hi2, n1 * slack + k * 2.0 ** -500)
+
+    def terms(self, shift):
+        """``x = 2**-(shift + E) / lo2`` and ``alpha = hi1 / lo2`` over the nonzero lines."""
+        nz = ~self.zero
+        lo = self.lo2[nz]
+        x = np.ldexp(1.0, -(shift[nz] + self.E[nz]).astype(np.int64)) / lo
+        return x, self.hi1[nz] / lo, self.E[nz], lo
+
+
+def _sub_ratio(Ea, lo_a, Eb, lo_b):
+    """``2**-1075 / (u ||a_i|| ||b_j||) = 2**(-1022 - E_a - E_b) / (lo_a lo_b)`` (may be inf)."""
+    with np.errstate(over="ignore"):
+        return np.ldexp(1.0, np.clip(-1022 - Ea - Eb, -1100, 1100)) / (lo_a * lo_b)
+
+
+def normwise_ratio(na: Normwise, nb: Normwise, s, t, R, g2) -> float:
+    """Largest ``bound / (u ||a_i||_2 ||b_j||_2)`` of the fast-mode bound, in O(m + n).
+
+    With ``x_i = 2**-s_i / ||a_i||_2`` and ``alpha_i = ||a_i||_1 / ||a_i||_2`` (and
+    ``y``, ``beta`` for ``B``), ``T_ij / (||a_i|| ||b_j||) <= x_i beta_j + y_j alpha_i``;
+    the reconstruction adds ``R x_i y_j`` and ``2 g``, the subnormal scale-back
+    ``2**-1075`` (:func:`_sub_ratio`). The maximum over ``(i, j)`` is bounded by the
+    products of the maxima. ``R`` and ``g2`` come from :class:`ozaki.moduli.CRTPlan`.
+    """
+    if na.zero.all() or nb.zero.all():
         return 0.0
-    na = np.sqrt(n2_a[nz_a] / slack)  # lower bounds of the normalised 2-norms
-    nb_ = np.sqrt(n2_b[nz_b] / slack)
-    x = np.ldexp(1.0, -(s[nz_a] + E_a[nz_a]).astype(np.int64)) / na
-    y = np.ldexp(1.0, -(t[nz_b] + E_b[nz_b]).astype(np.int64)) / nb_
-    alpha = (n1_a[nz_a] * slack) / na
-    beta = (n1_b[nz_b] * slack) / nb_
+    x, alpha, Ea, lo_a = na.terms(s)
+    y, beta, Eb, lo_b = nb.terms(t)
     ratio = x.max() * beta.max() + y.max() * alpha.max() + R * x.max() * y.max()
+    sub = _sub_ratio(Ea.min(), lo_a.min(), Eb.min(), lo_b.min())
     # |A||B| <= ||a_i||_2 ||b_j||_2 (Cauchy-Schwarz) bounds the 2 g |A||B| term
-    return float(((1 + U) * ratio + 2 * g2) * _SAFETY / U)
+    return float(((1 + U) * ratio + 2 * g2 + sub) * _SAFETY / U)
+
+
+def normwise_entries(na: Normwise, nb: Normwise, s, t, R, g2, ratio, bound=None) -> int:
+    """Per entry: ``ratio`` (m, n) of the fast-mode bound to ``u ||a_i|| ||b_j||``.
+
+    ``bound`` (m, n), when given, receives the absolute error bound without the
+    final rounding ``u |(AB)_ij|`` (added by the caller once ``C`` is known):
+    ``(1 + u)(T_ij + 2**-(s_i+t_j) R) + 2 g ||a_i|| ||b_j|| + 2**-1075``, each term
+    an upper bound computed with ``ldexp`` on the normalised sums, the whole
+    multiplied by the safety factor and raised by four smallest subnormals (the
+    underflow of each term's ``ldexp``). Returns the number of entries above 1.
+    """
+    ratio[...] = 0.0
+    if bound is not None:
+        bound[...] = 0.0
+    if na.zero.all() or nb.zero.all():
+        return 0
+    ia, jb = np.flatnonzero(~na.zero), np.flatnonzero(~nb.zero)
+    x, alpha, Ea, lo_a = na.terms(s)
+    y, beta, Eb, lo_b = nb.terms(t)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = (x[:, None] * beta[None, :] + alpha[:, None] * y[None, :]
+             + R * (x[:, None] * y[None, :]))
+        sub = _sub_ratio(Ea[:, None], lo_a[:, None], Eb[None, :], lo_b[None, :])
+        ratio[np.ix_(ia, jb)] = ((1 + U) * r + 2 * g2 + sub) * _SAFETY / U
+        if bound is not None:
+            sa, tb = s[ia].astype(np.int64), t[jb].astype(np.int64)
+            T = (np.ldexp(nb.hi1[jb][None, :], Eb[None, :] - sa[:, None])
+                 + np.ldexp(na.hi1[ia][:, None], Ea[:, None] - tb[None, :]))
+            rec = np.ldexp(R, -(sa[:, None] + tb[None, :]))
+            big = 2 * g2 * np.ldexp(na.hi2[ia][:, None] * nb.hi2[jb][None, :],
+                                    Ea[:, None] + Eb[None, :])
+            bound[np.ix_(ia, jb)] = (((1 + U) * (T + rec) + big + 2.0 ** -1075) * _SAFETY
+                                     + 4 * 5e-324)
+    return int((ratio > 1).sum())
 
 
 def choose_count(evaluate, scheme: str, start: int, down: bool = True) -> Certificate:
@@ -279,43 +349,4 @@ def explain(cert, mask, scheme, mode):
     return (f"{cert.uncertified} entries cannot be certified ({cert.kind} bound, {mode} mode) "
             f"with {cert.num_moduli} {scheme} moduli ({plan.log2_P:.0f} bits of P); the worst "
             f"bound is {cert.max_ratio:.3g} times the target, needing {need}{where}. "
-            "Use fallback='native' or 'none', or another scheme.")
-
-
-def native_fallback(A, B, mask, out, info):
-    """Recompute the uncertified entries with native FP64 GEMM, block by block.
-
-    Only the rows and columns that hold an uncertified entry enter the native
-    product, and only the uncertified entries are replaced. Without a mask (the
-    normwise bound of fast mode) the whole product is recomputed.
-    """
-    with np.errstate(invalid="ignore", over="ignore"):  # non-finite rows are redone later
-        _native_into(A, B, mask, out, info)
-    info.fallback = "native"
-
-
-def _native_into(A, B, mask, out, info):
-    if mask is None:
-        out[...] = A @ B
-        info.fallback_entries = out.size
-        info.fallback_block = out.shape
-    else:
-        rows = np.flatnonzero(mask.any(axis=1))
-        cols = np.flatnonzero(mask.any(axis=0))
-        ix = np.ix_(rows, cols)
-        Ar, Bc = A[rows], B[:, cols]
-        native = Ar @ Bc
-        sub = mask[ix]
-        block = out[ix]
-        block[sub] = native[sub]
-        out[ix] = block
-        info.fallback_entries = int(sub.sum())
-        info.fallback_block = (len(rows), len(cols))
-        if info.error_bound is not None:
-            # native FP64 in any summation order: |error| <= gamma_k (|A||B|),
-            # and the computed |A||B| is below (1 + gamma_k) of it
-            k = A.shape[1]
-            g = k * 2.0 ** -53 / (1 - k * 2.0 ** -53)
-            eb = info.error_bound[ix]
-            eb[sub] = (g * (1 + g) * (1 + 2.0 ** -50)) * (np.abs(Ar) @ np.abs(Bc))[sub]
-            info.error_bound[ix] = eb
+            "Use fallback='exact' or 'none', or another scheme.")

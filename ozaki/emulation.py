@@ -9,12 +9,14 @@ modulus) and the CRT combines them in one pass at the end, in registers.
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any, Literal
 
 import numpy as np
 
 from . import certify, kernels, scaling
 from .engines import BlasEngine, Engine, get_engine
+from .fallback import exact_bound, exact_entries, overflow_risk
 from .info import OzakiInfo
 from .moduli import MIN_MODULI, MODULI, SCHEMES, auto_num_moduli, crt_plan, max_moduli
 from .operands import MAX_EXPONENT, Operand, pow2mod
@@ -26,7 +28,7 @@ from .workspace import workspace
 __all__ = ["dgemm", "gemm", "workspace_bytes", "exact_gemms"]
 
 MODES = ("accurate", "fast")
-FALLBACKS = ("native", "raise", "none")
+FALLBACKS = ("exact", "raise", "none")
 
 
 # -- argument checking -------------------------------------------------------
@@ -208,22 +210,32 @@ def _certified_shifts(opa, opb, stats_a, stats_b, scheme, num_moduli, mode, engi
     n = opb.shape[1]
     start = auto_num_moduli(scheme, k) if num_moduli == "auto" else num_moduli
     if mode == "fast":
-        n2a, n1a = opa.norms(Ea)
-        n2b, n1b = opb.norms(Eb)
+        (n2a, n1a), (n2b, n1b) = opa.norms(Ea), opb.norms(Eb)
+        na = certify.Normwise.from_sums(Ea, zero_a, n2a, n1a, k)
+        nb = certify.Normwise.from_sums(Eb, zero_b, n2b, n1b, k)
 
         def evaluate(count):
             plan = crt_plan(scheme, count)
             s = scaling.fast_shifts(Ea, zero_a, n2a, k, plan.H)
             t = scaling.fast_shifts(Eb, zero_b, n2b, k, plan.H)
-            ratio = certify.normwise_ratio(Ea, n2a, n1a + k * 2.0 ** -500, zero_a,
-                                           Eb, n2b, n1b + k * 2.0 ** -500, zero_b,
-                                           s, t, k, plan.rounding, plan.gamma2)
+            ratio = certify.normwise_ratio(na, nb, s, t, plan.rounding, plan.gamma2)
             return certify.Certificate(count, s, t, ratio, 0 if ratio <= 1 else m * n,
                                        "normwise")
 
         cert = (certify.choose_count(evaluate, scheme, start) if num_moduli == "auto"
                 else evaluate(start))
         s, t, mask = cert.sigma, cert.tau, None
+        if cert.uncertified and (policy != "none" or want_bound) or want_bound:
+            # the separable maximum failed (or bounds are wanted): per entry
+            plan = crt_plan(scheme, cert.num_moduli)
+            ratio = np.empty((m, n))
+            bound = np.empty((m, n)) if want_bound else None
+            fails = certify.normwise_entries(na, nb, s, t, plan.rounding, plan.gamma2,
+                                             ratio, bound)
+            cert = certify.Certificate(cert.num_moduli, s, t, float(ratio.max(initial=0.0)),
+                                       fails, "normwise")
+            mask = ratio > 1
+            info.error_bound = bound
     else:
         r = scaling.quantization_bits(scheme, k)
         e = scaling.accurate_quantizers(Ea, zero_a, r)
@@ -356,12 +368,28 @@ def _emulate(A, B, scheme, num_moduli, mode, engine, out, policy, want_bound):
         # |C - AB| <= u |AB| + X and |AB| <= |C| + |C - AB| give
         # |C - AB| <= (u |C| + X) / (1 - u); the factor (1 + 2**-50) rounds up.
         eb = info.error_bound
-        eb += 2.0 ** -53 * np.abs(out)
-        eb *= 1.0 + 2.0 ** -50
-    if info.uncertified and policy == "native":
-        certify.native_fallback(A, B, mask, out, info)
+        with np.errstate(over="ignore"):
+            eb += 2.0 ** -53 * np.abs(out)
+            eb *= 1.0 + 2.0 ** -50
+    exact = None
+    if info.uncertified and policy == "exact":
+        exact = mask
+        info.fallback = "exact"
+        info.fallback_entries = int(mask.sum())
+        info.fallback_block = (int(mask.any(axis=1).sum()), int(mask.any(axis=0).sum()))
+    risk = overflow_risk(A, B, Ea, stats_a[1], Eb, stats_b[1])
+    if risk is not None:
+        exact = risk if exact is None else exact | risk
+    if exact is not None:
+        exact_entries(A, B, exact, out)
+        info.exact_entries = int(exact.sum())
+        if info.error_bound is not None:
+            info.error_bound[exact] = exact_bound(out[exact])
     if bad_a.any() or bad_b.any():
         apply_nonfinite(A, B, bad_a, bad_b, out)
+        if info.error_bound is not None:
+            info.error_bound[bad_a, :] = 0.0  # exact-arithmetic values: no rounding
+            info.error_bound[:, bad_b] = 0.0
     sec["reconstruction"] += time.perf_counter() - t0
     return info
 
@@ -424,7 +452,12 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float = 1.0, beta: float = 0.0
             raise ValueError(f"C must have shape {(m, n)}, got {C.shape}")
     scheme, num_moduli, mode, eng = _resolve(scheme, num_moduli, mode, engine, k)
     if fallback is None:
-        policy = "native" if num_moduli == "auto" else "none"
+        policy = "exact" if num_moduli == "auto" else "none"
+    elif isinstance(fallback, str) and fallback == "native":
+        warnings.warn('fallback="native" is now "exact": fallback entries are computed by '
+                      "the exactly rounded dot product, not by BLAS", FutureWarning,
+                      stacklevel=3)
+        policy = "exact"
     else:
         _check_choice(fallback, "fallback", FALLBACKS)
         policy = fallback
@@ -486,7 +519,7 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
         (the default) picks the smallest count whose error bound, computed for
         this call, meets the target ``|C_ij - (AB)_ij| <= u |(AB)_ij| +
         u (|A||B|)_ij`` for every entry (accurate mode), or its normwise form
-        ``u ||a_i||_2 ||b_j||_2`` (fast mode); see :mod:`ozaki.certify`.
+        ``u |(AB)_ij| + u ||a_i||_2 ||b_j||_2`` (fast mode); see :mod:`ozaki.certify`.
     mode : {"accurate", "fast"}
         ``"accurate"`` bounds ``|A||B|`` with one exact small-integer GEMM
         (componentwise certificate); ``"fast"`` uses row and column norms (no
@@ -494,21 +527,23 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
     engine : str, Engine or "auto"
         ``"cpu-blas"`` (FP64 BLAS, the default), ``"cpu-fp8"`` (FP8 tensor-core
         simulation), ``"cpu-int8"`` (INT8 with INT32 accumulation).
-    fallback : {"native", "raise", "none"}, optional
+    fallback : {"exact", "raise", "none"}, optional
         What to do with entries whose bound misses the target even at the
-        largest count: ``"native"`` recomputes them with native FP64 (only
-        the rows and columns involved), ``"raise"`` raises
+        largest count: ``"exact"`` recomputes them with the exactly rounded
+        dot product (:mod:`ozaki.fallback`: correctly rounded, deterministic,
+        only the rows and columns involved are read), ``"raise"`` raises
         :class:`~ozaki.certify.CertificationError` saying how many bits were
         missing and where, ``"none"`` keeps the emulated values and reports
-        them in ``info``. Default: ``"native"`` with ``num_moduli="auto"``,
-        ``"none"`` with an explicit count.
+        them in ``info``. Default: ``"exact"`` with ``num_moduli="auto"``,
+        ``"none"`` with an explicit count. ``"native"``, the former name, is
+        accepted with a ``FutureWarning`` and means ``"exact"``.
     out : ndarray, shape (m, n), float64, optional
         Destination; may not overlap ``A`` or ``B``.
     return_info : bool
         Also return an :class:`OzakiInfo`.
     bounds : bool
         Also compute ``info.error_bound``, the per-entry absolute error bound
-        (accurate mode; implies ``return_info``).
+        (both modes; implies ``return_info``).
 
     Returns
     -------
@@ -532,6 +567,10 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
     ``A`` or column ``j`` of ``B`` holds a NaN, or ``inf * 0`` or infinite
     products of both signs occur; ``+-inf`` for infinite products of one sign
     or when the exact result overflows. Exact zeros are returned as ``+0.0``.
+    Entries whose ``(|A||B|)_ij`` may reach ``2**1023`` are computed by the
+    exactly rounded dot product whatever the policy (:mod:`ozaki.fallback`), so
+    a finite exact result that fits is finite and an overflowing one is
+    ``+-inf`` with its sign.
 
     Examples
     --------

@@ -33,26 +33,30 @@ class OzakiInfo:
         Bytes of the workspace planes this call used.
     bound_kind : str
         ``"componentwise"`` (accurate mode: ``u |AB| + u |A||B|`` per entry) or
-        ``"normwise"`` (fast mode: ``u ||a_i||_2 ||b_j||_2``), see
+        ``"normwise"`` (fast mode: ``u |AB| + u ||a_i||_2 ||b_j||_2``), see
         :mod:`ozaki.certify`.
     max_bound_ratio : float
         Largest ratio of the certified error bound to the target over the
         entries: at most 1 when every entry is certified.
     uncertified : int
-        Entries whose bound misses the target with the count used (for the
-        normwise bound: all entries, when its maximum misses).
+        Entries whose bound misses the target with the count used.
     fallback : str
-        What was done about them: ``"none"`` (values kept), ``"native"``
-        (recomputed with native FP64).
+        What was done about them: ``"none"`` (values kept), ``"exact"``
+        (recomputed by the exactly rounded dot product, :mod:`ozaki.fallback`).
     fallback_entries : int
-        Entries replaced by native FP64 values.
+        Uncertified entries replaced by exactly rounded values.
     fallback_block : tuple of int
-        ``(rows, columns)`` of the block recomputed natively.
+        ``(rows, columns)`` that hold a fallback entry.
+    exact_entries : int
+        Entries computed by the exactly rounded dot product: the fallback's and
+        those the overflow guard recomputes (``(|A||B|)_ij`` near ``2**1023``).
     refined_block : tuple of int
         ``(rows, columns)`` of the block whose bound was refined with two exact
         FP64 GEMMs (counted in ``gemms``), see :class:`ozaki.certify.Refinement`.
     error_bound : ndarray, shape (m, n), or None
-        Per-entry absolute error bound (only with ``bounds=True``).
+        Per-entry absolute error bound, an upper bound of ``|C_ij - (AB)_ij|``
+        rounded upward (only with ``bounds=True``; ``inf`` where it overflows,
+        0 for the non-finite values of exact arithmetic).
     """
 
     scheme: str
@@ -69,6 +73,7 @@ class OzakiInfo:
     fallback: str = "none"
     fallback_entries: int = 0
     fallback_block: tuple[int, int] = (0, 0)
+    exact_entries: int = 0
     refined_block: tuple[int, int] = (0, 0)
     error_bound: np.ndarray | None = field(default=None, repr=False)
 

@@ -163,3 +163,138 @@ def test_cached_tables_are_read_only():
         assert not table.flags.writeable
         with pytest.raises(ValueError, match="read-only"):
             table[0] = 1.0
+
+
+# -- 1. the fast-mode certificate ------------------------------------------------
+
+U = Fraction(1, 2 ** 53)
+
+
+def _exact(A, B):
+    A, B = np.asarray(A, float), np.asarray(B, float)
+    return [[sum((Fraction(A[i, l]) * Fraction(B[l, j]) for l in range(A.shape[1])),
+                 Fraction(0)) for j in range(B.shape[1])] for i in range(A.shape[0])]
+
+
+def _fast_reproducer():
+    rng = np.random.default_rng(17)
+    M = rng.integers(2 ** 52, 2 ** 53, 2048, dtype=np.int64) | 2047
+    a = np.r_[1.0, M * 2.0 ** -60]
+    return a[None], a[:, None].copy()
+
+
+def test_fast_mode_bound_covers_the_final_rounding():
+    A, B = _fast_reproducer()
+    C, info = ozaki.dgemm(A, B, scheme="int8", mode="fast", bounds=True)
+    exact = _exact(A, B)[0][0]
+    err = abs(Fraction(C[0, 0]) - exact)
+    norm2 = sum(Fraction(x) ** 2 for x in A[0])  # ||a||_2 ||b||_2, exactly squared
+    assert info.certified and info.bound_kind == "normwise"
+    assert err <= Fraction(info.error_bound[0, 0])  # the bound holds ...
+    assert err > U * norm2  # ... where the old claim error <= u ||a|| ||b|| did not
+    assert err <= U * abs(exact) + U * norm2  # the target as now stated
+
+
+@pytest.mark.parametrize("phi", [0.5, 2.0, 4.0])
+@pytest.mark.parametrize("count", [4, 9, None])
+def test_fast_mode_bounds_hold_per_entry(phi, count, rng):
+    from validation.reference import test_matrix
+    A, B = test_matrix(5, 64, phi, rng), test_matrix(64, 4, phi, rng)
+    kw = {} if count is None else dict(num_moduli=count)
+    C, info = ozaki.dgemm(A, B, scheme="int8", mode="fast", bounds=True, **kw)
+    exact = _exact(A, B)
+    for i in range(5):
+        for j in range(4):
+            assert abs(Fraction(C[i, j]) - exact[i][j]) <= Fraction(info.error_bound[i, j])
+
+
+def test_fast_mode_overflow_is_not_certified_zero():
+    C, info = ozaki.dgemm([[1.0, 1e308]], [[1e308], [1.0]], mode="fast", return_info=True)
+    assert C[0, 0] == np.inf and info.exact_entries == 1
+    C = ozaki.dgemm([[-1.0, 1e308]], [[1e308], [-1.0]], mode="fast")
+    assert C[0, 0] == -np.inf
+
+
+# -- 2. bounds are never below the true error -----------------------------------
+
+@pytest.mark.parametrize("b", [0.3, 0.7, 0.5, 1.5])
+@pytest.mark.parametrize("mode", ["accurate", "fast"])
+def test_subnormal_results_have_honest_bounds(b, mode):
+    A, B = np.array([[5e-324]]), np.array([[b]])
+    C, info = ozaki.dgemm(A, B, mode=mode, bounds=True)
+    err = abs(Fraction(C[0, 0]) - Fraction(5e-324) * Fraction(b))
+    assert err <= Fraction(info.error_bound[0, 0])
+    # correctly rounded: 0.3 * 2**-1074 -> 0, 0.7 -> 2**-1074, 0.5 -> 0 (tie to even)
+    assert C[0, 0] == float(Fraction(5e-324) * Fraction(b))
+
+
+# -- 3. special values of finite inputs follow exact arithmetic ----------------
+
+@pytest.mark.parametrize("A,B,expected", [
+    ([[1.0, -2.0, 1e308]], [[0.0], [1e308], [3.5]], 1.5e308),
+    ([[2.0 ** 1000, 2.0 ** 600, -2.0 ** 600]], [[2.0 ** -1000], [2.0 ** 600], [2.0 ** 600]], 1.0),
+    ([[1e308, 1e308, -1e308]], [[1.0], [1.0], [1.0]], 1e308),
+    ([[1e308, -1e308, 1e308, 1e308]], [[1.0], [1.0], [1.0], [1.0]], np.inf),
+    ([[-1e308, 1e308, -1e308, -1e308]], [[1.0], [1.0], [1.0], [1.0]], -np.inf),
+    ([[1e308, 1e308]], [[1.0], [-1.0]], 0.0),
+])
+@pytest.mark.parametrize("mode", ["accurate", "fast"])
+@pytest.mark.parametrize("count", ["auto", 8])
+def test_finite_inputs_give_the_exactly_rounded_special_values(A, B, expected, mode, count):
+    C = ozaki.dgemm(A, B, mode=mode, num_moduli=count)
+    assert C[0, 0] == expected and not np.isnan(C[0, 0])
+
+
+def test_sign_patterns_near_overflow_never_give_nan(rng):
+    for _ in range(20):
+        A = rng.choice([-1.0, 1.0], (3, 6)) * 1.5e308
+        B = rng.choice([-1.0, 1.0], (6, 3))
+        C = ozaki.dgemm(A, B)
+        exact = _exact(A, B)
+        for i in range(3):
+            for j in range(3):
+                x = exact[i][j]
+                want = float(x) if abs(x) < 2 ** 1024 - 2 ** 970 else (np.inf if x > 0 else -np.inf)
+                assert C[i, j] == want
+
+
+def test_fallback_entries_are_exactly_rounded(rng):
+    # (AB)_00 = 1 comes from 1e-300 * 1e300, invisible next to the 1e300 in row 0
+    A = np.array([[1e300, 1e-300, 1.0], [2.0, 3.0, -1.0], [0.5, 1e-300, 4.0]])
+    B = np.array([[0.0, 1.0], [1e300, 1.0], [0.0, 2.0]])
+    C, info = ozaki.dgemm(A, B, scheme="int8", bounds=True)
+    assert info.fallback == "exact" and info.fallback_entries == info.uncertified > 0
+    exact = _exact(A, B)
+    for i in range(3):
+        for j in range(2):
+            err = abs(Fraction(C[i, j]) - exact[i][j])
+            assert err <= Fraction(info.error_bound[i, j])
+    with pytest.warns(FutureWarning, match='"native" is now "exact"'):
+        Cn = ozaki.dgemm(A, B, scheme="int8", fallback="native")
+    assert np.array_equal(bits(Cn), bits(C))
+
+
+# -- 5. bitwise identity whatever path an entry takes -----------------------------
+
+def test_fallback_results_do_not_depend_on_thread_counts(rng):
+    import numba
+    from threadpoolctl import threadpool_limits
+    from validation.reference import test_matrix
+    A, B = test_matrix(40, 300, 4.0, rng), test_matrix(300, 30, 4.0, rng)
+    A[3, :5] = [1e308, -1e308, 1e308, 7.0, 1e-300]  # overflow guard and fallback
+    B[:5, 2] = [1.0, 1.0, 1.0, 1e300, 1e300]
+    ref = info_ref = None
+    before = numba.get_num_threads()
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+            with threadpool_limits(threads):
+                for engine in ("cpu-blas", "cpu-int8"):
+                    C, info = ozaki.dgemm(A, B, scheme="int8", engine=engine, return_info=True)
+                    if ref is None:
+                        ref, info_ref = C, info
+                        assert info.fallback_entries > 0 and info.exact_entries > 0
+                    assert np.array_equal(bits(C), bits(ref)), (threads, engine)
+                    assert info.fallback_entries == info_ref.fallback_entries
+    finally:
+        numba.set_num_threads(before)

@@ -1,0 +1,95 @@
+"""Entries the emulation does not deliver: the fallback and the overflow guard.
+
+Both are computed by the exactly rounded dot product of :mod:`ozaki.exactdot`
+(a long fixed-point accumulator): the exact sum of the products, rounded once.
+So a fallback entry is correctly rounded, finite whenever the exact result fits
+in FP64, ``+-inf`` with the right sign when it does not, and the same bits on
+every engine and for every thread count. Native BLAS is never used: its result
+depends on its thread count and it overflows on finite data whose exact product
+fits (``[1, -2, 1e308] . [0, 1e308, 3.5]`` is ``1.5e308``, not ``-inf``).
+
+**Fallback** (``fallback="exact"``): the entries whose error bound misses the
+target at the count used.
+
+**Overflow guard** (always): an entry with ``(|A||B|)_ij < 2**1023`` has an exact
+value below ``2**1023`` and an emulated value within ``2 u (|A||B|)_ij`` of it
+(or less), so both are far from the overflow threshold ``2**1024 (1 - 2**-54)``
+and the emulated value is finite exactly when it should be. Entries where the
+bound ``(|A||B|)_ij < k 2**(E_i + F_j)`` (line exponents, :mod:`ozaki.scaling`)
+cannot exclude ``2**1023`` are checked on a normalised FP64 product of
+magnitudes (rounded up); those that still may reach it are recomputed exactly,
+whatever the fallback policy, as the special-value semantics demand.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import exactdot
+
+__all__ = ["exact_entries", "overflow_risk", "exact_bound"]
+
+#: ``(|A||B|)_ij`` below ``2**OVERFLOW_EXPONENT`` cannot over- or mis-flow.
+OVERFLOW_EXPONENT = 1023
+
+
+def exact_entries(A: np.ndarray, B: np.ndarray, mask: np.ndarray, out: np.ndarray) -> None:
+    """``out[mask] = fl((A @ B)[mask])``, exactly rounded (non-finite factors read as 0).
+
+    Only the rows of ``A`` and columns of ``B`` that hold a masked entry are read.
+    """
+    ti, tj = np.nonzero(mask)
+    if not ti.size:
+        return
+    ur, ri = np.unique(ti, return_inverse=True)
+    uc, ci = np.unique(tj, return_inverse=True)
+    out[ti, tj] = exactdot.dot_rows_cols(A[ur], B[:, uc].T, ri.reshape(-1), ci.reshape(-1))
+
+
+def exact_bound(C: np.ndarray) -> np.ndarray:
+    """Error bound of exactly rounded values ``C``: ``u |C| (1 + 2**-50) + 2**-1074``.
+
+    Correct rounding errs by at most ``u |x|`` for normal ``x`` (hence at most
+    ``u |C| / (1 - u)``) and by at most ``2**-1075`` in the subnormal range; an
+    overflowed entry gets ``inf``.
+    """
+    with np.errstate(over="ignore"):
+        return np.abs(C) * (2.0 ** -53 * (1 + 2.0 ** -50)) + 5e-324
+
+
+def overflow_risk(A: np.ndarray, B: np.ndarray, Ea: np.ndarray, zero_a: np.ndarray,
+                  Eb: np.ndarray, zero_b: np.ndarray) -> np.ndarray | None:
+    """Mask (m, n) of the entries whose ``(|A||B|)_ij`` may reach ``2**1023``, or ``None``.
+
+    ``Ea``/``Eb`` are the line exponents (``|a_il| < 2**Ea_i`` over finite
+    entries), ``zero_a``/``zero_b`` the all-zero flags. O(1) when no entry can
+    come near (the common case); otherwise one FP64 product of the normalised
+    magnitudes ``|a_il| 2**-Ea_i < 1`` of the candidate rows and columns, whose
+    entries ``M`` (at most ``k``) err by at most ``k u M`` and lose at most
+    ``k 2**-1074`` to underflow: ``M (1 + (k + 2) u) + k 2**-1074`` is an upper
+    bound of ``(|A||B|)_ij 2**-(Ea_i + Eb_j)``.
+    """
+    m, k = A.shape
+    n = B.shape[1]
+    if zero_a.all() or zero_b.all():
+        return None
+    lk = math.ceil(math.log2(max(k, 1))) if k else 0
+    ea = np.where(zero_a, -10 ** 6, Ea)
+    eb = np.where(zero_b, -10 ** 6, Eb)
+    top_a, top_b = int(ea.max()), int(eb.max())
+    if top_a + top_b + lk < OVERFLOW_EXPONENT:
+        return None
+    rows = np.flatnonzero(ea + top_b + lk >= OVERFLOW_EXPONENT)
+    cols = np.flatnonzero(eb + top_a + lk >= OVERFLOW_EXPONENT)
+    with np.errstate(invalid="ignore", over="ignore"):
+        Ar = np.where(np.isfinite(A[rows]), np.abs(A[rows]), 0.0)
+        Bc = np.where(np.isfinite(B[:, cols]), np.abs(B[:, cols]), 0.0)
+        M = np.ldexp(Ar, -ea[rows][:, None]) @ np.ldexp(Bc, -eb[cols][None, :])
+        M = M * (1 + (k + 2) * 2.0 ** -53) + k * 5e-324
+        limit = np.ldexp(1.0, np.clip(OVERFLOW_EXPONENT - ea[rows][:, None]
+                                      - eb[cols][None, :], -1100, 1100))
+    mask = np.zeros((m, n), bool)
+    mask[np.ix_(rows, cols)] = M >= limit
+    return mask if mask.any() else None
