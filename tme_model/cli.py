@@ -11,7 +11,6 @@ import csv
 import io
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -27,6 +26,14 @@ from .workloads import DEFAULT_KERNELS, Kernel, intensity_kernel
 __all__ = ["calibrate_main", "plot_main", "table_main"]
 
 _PLOT_FORMATS = (".png", ".svg", ".pdf")
+
+
+def _require(p: argparse.ArgumentParser, module: str) -> None:
+    """Exit with a usage error naming the extra when an optional dependency is missing."""
+    try:
+        require(module)
+    except MissingExtraError as exc:
+        p.error(str(exc))
 
 
 def _gamma(text: str) -> float | None:
@@ -162,10 +169,7 @@ def plot_main(argv: Sequence[str] | None = None) -> int:
     else:
         out = Path.cwd() / ("tme-" + "_".join(re.sub(r"[^a-z0-9.-]+", "-", d.key)
                                               for d, _ in results) + ".png")
-    try:
-        require("matplotlib")
-    except MissingExtraError as exc:
-        p.error(str(exc))
+    _require(p, "matplotlib")
     from .plot import roofline_figure, save_figure
 
     save_figure(roofline_figure(results, sc.describe()), str(out), dpi=a.dpi)
@@ -299,10 +303,7 @@ def calibrate_main(argv: Sequence[str] | None = None) -> int:
     repeats = a.repeats or (1 if a.quick else 3)
     progress = not a.no_progress
     if progress:
-        try:
-            require("tqdm")
-        except MissingExtraError as exc:
-            p.error(str(exc))
+        _require(p, "tqdm")
     vsizes = a.validate_sizes or (cal.QUICK_VALIDATION_SIZES if a.quick else cal.VALIDATION_SIZES)
     how = ""
     if a.profile:
