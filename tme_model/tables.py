@@ -18,12 +18,12 @@ from .specs import Device, TMEError, load_devices
 from .workloads import DEFAULT_KERNELS, PAPER_INTENSITY, Kernel, catalog
 
 __all__ = [
+    "device_list",
     "devices_rst",
     "kernels_rst",
     "paper_rst",
     "prediction_rows",
     "prediction_table",
-    "device_list",
     "profile_summary",
     "rst_table",
     "validation_markdown",
