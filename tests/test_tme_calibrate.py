@@ -1,4 +1,4 @@
-"""Tests of ``tme-calibrate`` (tme_model.calibrate): the rate fit, a quick calibration at
+"""Tests of ``tme-calibrate`` (tme_model.calibration): the rate fit, a quick calibration at
 tiny sizes (the profile loads, rates are positive, predictions have the right
 structure), the validation rows, and the new profile keys.  Accuracy of the predictions
 (+-25% at n = 1024..4096) is a measured figure for the docs, not asserted here."""
@@ -10,10 +10,14 @@ import json
 
 import pytest
 
-from tme_model import calibrate as cal
+from tme_model import calibration as cal
+from tme_model import tables
 from tme_model.cli import calibrate_main, table_main
-from tme_model.profile import Profile, dump_profile, load_profile
+from tme_model.profile import Profile
+from tme_model.profile_file import dump_profile, load_profile
 from tme_model.specs import TMEError
+
+from ozaki import SCHEMES as OZAKI_SCHEMES  # what a calibration measures
 
 
 def test_fit_rate_recovers_the_model():
@@ -41,7 +45,7 @@ def test_quick_calibration_writes_a_loadable_profile(quick_profile):
     prof = load_profile(quick_profile)
     assert prof.name == "local" and prof.fp64_tflops > 0 and prof.mem_tbps > 0
     assert prof.fp64_vector_tflops > 0 and prof.fp64_n0 >= 0
-    for scheme in cal.OZAKI_SCHEMES:
+    for scheme in OZAKI_SCHEMES:
         assert prof.lowp_tflops[scheme]["cpu-blas"] > 0
         assert prof.gemms_per(scheme, "cpu-blas") == 1
         costs = prof.phases[scheme]
@@ -50,7 +54,7 @@ def test_quick_calibration_writes_a_loadable_profile(quick_profile):
     assert prof.gemms_per("fp8", "cpu-fp8") == 3 and prof.gemms_per("int8", "cpu-int8") == 1
     c = prof.meta["calibration"]
     assert c["sizes"] == [32, 64] and c["statistic"] == "median"
-    assert set(c["ozaki"]) == set(cal.OZAKI_SCHEMES)
+    assert set(c["ozaki"]) == set(OZAKI_SCHEMES)
     # shown as device local by tme-table
     dev = prof.device()
     assert dev.key == "local" and dev.get("int8") > 0 and dev.get("fp8") > 0
@@ -123,12 +127,13 @@ def test_validate_rows_and_table(quick_profile):
         assert r["predicted_s"] > 0 and r["measured_s"] > 0
         assert r["ratio"] == pytest.approx(r["predicted_s"] / r["measured_s"])
     assert rows[1]["num_moduli"] == 6 and rows[1]["gemms"] == 7
-    md = cal.markdown_table(rows)
+    md = tables.validation_markdown(rows)
     assert md.startswith("| n | scheme |") and "within +-25%" in md
-    plain = cal.rst_table(rows).splitlines()
+    plain = tables.validation_rst(rows).splitlines()
     assert len(plain) == 3 + len(rows) + 1 and plain[1].split()[-1] == "pred/meas"
     assert plain[3].split()[:2] == ["48", "native"] and plain[3].split()[-1] == f"{rows[0]['ratio']:.2f}"
-    both = cal.rst_table(rows, prof).splitlines()  # the profile keeps its runs: minima too
+    minima = cal.restate_minima(rows, prof)  # the profile keeps its runs: minima too
+    both = tables.validation_rst(rows, minima).splitlines()
     assert both[1].split()[-3:] == ["min", "[s]", "pred/meas"]
     assert len(both[3].split()) == len(plain[3].split()) + 3
 
@@ -168,8 +173,28 @@ def test_profile_rate_model_keys_round_trip(tmp_path):
             load_profile(tmp_path / "q.json")
 
 
+def test_runner_interleaves_and_summarises():
+    from tme_model.calibration.probes import FIT_PHASES
+    from tme_model.calibration.runner import Runner, summarise
+
+    import ozaki
+
+    assert set(FIT_PHASES) == set(ozaki.PHASES)  # the phases the fit reads are ozaki's
+    order: list[str] = []
+    run = Runner(3, False, "test", seed=4)
+    for key in "abc":
+        run.add(key, lambda key=key: order.append(key) or len(order))
+    res = run.run()
+    assert sorted(res) == ["a", "b", "c"] and all(len(v) == 3 for v in res.values())
+    assert sorted(order[:3]) == sorted(order[3:6]) == ["a", "b", "c"]  # one of each per round
+    assert summarise([3.0, 1.0, 2.0], "median") == 2.0 and summarise([3.0, 1.0, 2.0], "min") == 1.0
+    with pytest.raises(ValueError, match="statistic"):
+        summarise([1.0], "mean")
+
+
 def test_refit_with_another_statistic(quick_profile):
     prof = load_profile(quick_profile)
+    before = json.dumps(prof.meta, sort_keys=True)
     assert set(prof.meta["calibration"]["runs"]) >= {"stream", "fma", "native:32", "ozaki:int8:fast:64"}
     same = cal.refit(prof, "median")
     assert same.fp64_tflops == pytest.approx(prof.fp64_tflops)
@@ -184,6 +209,9 @@ def test_refit_with_another_statistic(quick_profile):
         assert low.meta["calibration"]["engine_seconds"][pooled][n] <= t
     with pytest.raises(ValueError, match="statistic"):
         cal.refit(prof, "mean")
+    assert json.dumps(prof.meta, sort_keys=True) == before  # the refitted profile is new
+    assert low.meta["calibration"]["refit_from"] == str(quick_profile)
+    assert "refit_from" not in prof.meta["calibration"]
 
 
 def test_restate_rows_with_min(quick_profile):

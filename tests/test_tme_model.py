@@ -14,11 +14,12 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from tme_model import kernels as K
 from tme_model import schemes, symbolic
+from tme_model import workloads as K
 from tme_model.cli import calibrate_main, plot_main, table_main
 from tme_model.model import Emulation, crossover, native_tflops, predict
-from tme_model.profile import PhaseCosts, Profile, dump_profile, load_profile
+from tme_model.profile import PhaseCosts, Profile
+from tme_model.profile_file import dump_profile, load_profile
 from tme_model.scenario import RECON_FLOPS_PER_MODULUS, Scenario
 from tme_model.specs import (FIELDS, Device, Figure, MissingFigureError, TMEError,
                              UnknownDeviceError, get_device, load_devices)
@@ -140,9 +141,9 @@ def test_unknown_device_error_suggests_closest():
 # ------------------------------------------------------------------------- kernels
 
 def test_first_principles_kernels():
-    d = K.dgemm(4096)
+    d = K.dense_gemm(4096)
     assert d.intensity == pytest.approx(4096 / 12) and d.n_out == 4096**2 and d.matrix
-    g = K.dgemm(1000, 2000, 300)
+    g = K.dense_gemm(1000, 2000, 300)
     assert g.flops == 2 * 1000 * 2000 * 300 and g.bytes == 8 * (1000 * 300 + 300 * 2000 + 1000 * 2000)
     assert g.k == 300 and g.n_out == 1000 * 2000
     for batch in (1, 2, 8, 32):  # I -> 2B / 8 = B / 4 for a large shared matrix
@@ -152,6 +153,9 @@ def test_first_principles_kernels():
     f = K.fft3d()
     assert f.intensity == pytest.approx(150 / 96) and f.k == 32
     assert f.work_ratio == pytest.approx(24 * 64 / 150)  # dense 32-point DFTs vs 5 N log2 N
+    assert f.emulated_flops == f.gemm_flops and d.gemm_flops is None and d.emulated_flops == d.flops
+    with pytest.raises(ValueError, match="gemm_flops"):
+        K.Kernel("x", 1.0, 1.0, 0.0, 1, gemm_flops=0.0)
 
 
 def test_paper_intensities_only_in_presets_and_labelled():
@@ -176,14 +180,15 @@ def test_parse_kernel_specs():
 # ------------------------------------------------------------------------- schemes
 
 def test_alpha_counts_gemms_as_ozaki_runs_them():
-    for n in (1, 12, 16):
+    for n in (2, 12, 16):
         assert schemes.alpha_for("int8", n, "fast") == n
         assert schemes.alpha_for("int8", n, "accurate") == n + 1
         assert schemes.alpha_for("fp8", n, "fast") == 3 * n
         assert schemes.alpha_for("fp8", n, "accurate") == 3 * n + 1
     assert schemes.alpha_for("fp8", 12, "accurate") == 37  # the paper's corrected alpha
-    with pytest.raises(ValueError, match="moduli"):
-        schemes.alpha_for("int8", 0, "fast")
+    for bad in (0, 1, 21):  # ozaki runs 2 to 20 moduli
+        with pytest.raises(ValueError, match="moduli"):
+            schemes.alpha_for("int8", bad, "fast")
 
 
 @pytest.mark.parametrize("scheme, engine", [("int8", "cpu-int8"), ("fp8", "cpu-fp8")])
@@ -208,6 +213,41 @@ def test_moduli_counts_for_fp64_grade():
     assert schemes.moduli_for("fp8", "certified") == 15
     counts = [schemes.moduli_for("fp8", "2x-native", 2**e) for e in range(6, 25)]
     assert counts == sorted(counts) and counts[-1] > 13  # more bits for larger k
+    for bad, msg in ((("int8", "best"), "grade"), (("fp64",), "scheme"), (("int8", "certified", 0), "k")):
+        with pytest.raises(ValueError, match=msg):
+            schemes.moduli_for(*bad)
+
+
+@pytest.mark.parametrize("scheme", schemes.SCHEMES)
+def test_scheme_facts_are_ozakis(scheme):
+    """Counts, GEMMs per modulus and names come from ozaki, not from tables of our own."""
+    import ozaki
+    from ozaki.engines import ENGINES
+    from ozaki.moduli import MODULI
+    from ozaki.products import gemms_per_modulus
+
+    assert set(schemes.SCHEMES) <= set(ozaki.SCHEMES) and set(schemes.MODES) == set(ozaki.MODES)
+    assert set(schemes.UNIT_ENGINES) == set(ozaki.SCHEMES)
+    # the 2x-native grade is ozaki's automatic count at every k (int8 at k = 2**14, 2**16,
+    # 2**20: 16, 16, 17), the certified grade a fixed number of moduli above it
+    for e in (5, 10, 12, 13, 14, 16, 17, 20, 24):
+        auto = ozaki.auto_num_moduli(scheme, 2**e)
+        assert schemes.moduli_for(scheme, "2x-native", 2**e) == auto
+        assert schemes.moduli_for(scheme, "certified", 2**e) == auto + schemes.GRADE_EXTRA_MODULI["certified"][scheme]
+    if scheme == "int8":
+        assert [schemes.moduli_for("int8", "2x-native", 2**e) for e in (14, 16, 20)] == [16, 16, 17]
+    # GEMMs per modulus on every engine that runs the scheme, and alpha, as ozaki counts them
+    for name, cls in ENGINES.items():
+        if scheme in cls.schemes:
+            want = {gemms_per_modulus(cls(), p) for p in MODULI[scheme]}
+            assert {schemes.gemms_per_modulus(scheme, name)} == want
+    unit = schemes.gemms_per_modulus(scheme)
+    assert unit == {"int8": 1, "fp8": 3}[scheme]
+    for n in (2, 13, 20):
+        for mode in ozaki.MODES:
+            calls = ozaki.exact_gemms(4096, scheme=scheme, num_moduli=n, mode=mode,
+                                      engine=schemes.UNIT_ENGINES[scheme])
+            assert schemes.alpha_for(scheme, n, mode) == len(calls) == unit * n + (mode == "accurate")
 
 
 def test_substrate_choice_per_device():
@@ -251,7 +291,7 @@ def test_paper_h100_relative_figures():
     regress = max(native_tflops(k, h100) / paper("paper-v3", "paper:b300", k.name).native_tflops
                   for k in Scenario.preset("paper-v3").kernels())
     assert regress == pytest.approx(67 / 1.3) and 50 < regress < 52  # "up to 50x"
-    b200 = native_tflops(K.dgemm(), DEVICES["paper:b200"]) / native_tflops(K.dgemm(), DEVICES["paper:b300"])
+    b200 = native_tflops(K.dense_gemm(), DEVICES["paper:b200"]) / native_tflops(K.dense_gemm(), DEVICES["paper:b300"])
     assert round(b200) == 31  # "a 31x regression from the B200"
 
 
@@ -268,7 +308,7 @@ def test_paper_v1_ceilings_and_its_inconsistency():
 
 def test_h100_fp8_alpha37_window_is_memory_compute():
     dev = DEVICES["paper:h100"]
-    emu = Scenario.preset("paper-v3").emulation(dev, K.dgemm())
+    emu = Scenario.preset("paper-v3").emulation(dev, K.dense_gemm())
     p = predict(K.intensity_kernel(18.0, matrix=True), dev, emu)
     assert p.regime == "memory/compute"
     assert p.speedup == pytest.approx(1979 / 37 / (18 * 3.35)) and p.speedup < 1
@@ -379,9 +419,9 @@ def test_gamma_estimate_and_presets():
     assert emu.gamma == pytest.approx(RECON_FLOPS_PER_MODULUS * 13 / 1.25e12)
     p = predict(K.fft3d(), dev, Scenario().emulation(dev, K.fft3d()))
     assert p.emulated_limiter == "reconstruction"  # the 3-D FFT is gamma-bound
-    assert Scenario.preset("paper-v3").emulation(dev, K.dgemm()).gamma == 0
-    assert Scenario.preset("paper-v3", beta=2.0).emulation(dev, K.dgemm()).beta == 2.0
-    direct = Scenario(alpha=20.0).emulation(DEVICES["h100"], K.dgemm())
+    assert Scenario.preset("paper-v3").emulation(dev, K.dense_gemm()).gamma == 0
+    assert Scenario.preset("paper-v3", beta=2.0).emulation(dev, K.dense_gemm()).beta == 2.0
+    direct = Scenario(alpha=20.0).emulation(DEVICES["h100"], K.dense_gemm())
     assert direct.alpha == 20.0 and direct.moduli is None
     with pytest.raises(ValueError, match="moduli needs an explicit scheme"):
         Scenario(moduli=14)
@@ -406,7 +446,7 @@ def test_profile_loads_as_local_device(tmp_path):
     dev = prof.device()
     assert dev.key == "local" and dev.get("int8") == 0.8 and dev.get("fp8") == 0.1
     assert dev.get("fp64_vector") == 1.0 and dev.bandwidth() == 0.05
-    emu = Scenario(scheme="int8", moduli=16).emulation(dev, K.dgemm(1024))
+    emu = Scenario(scheme="int8", moduli=16).emulation(dev, K.dense_gemm(1024))
     assert emu.gamma_source == "profile" and emu.gamma == pytest.approx(16e-9)
     assert emu.residue_s == pytest.approx(1e-9 + 16 * 2e-9) and emu.fixed_s == 1e-4
     t = prof.predict_gemm("int8", 16, "fast", 1000, 2000, 300)
@@ -515,14 +555,50 @@ def test_list_gpus_profile_and_calibrate(capsys, tmp_path):
 
 
 def test_import_is_light():
-    code = ("import sys, tme_model; bad = [m for m in ('matplotlib', 'sympy', 'ozaki') "
+    code = ("import sys, tme_model; bad = [m for m in ('matplotlib', 'sympy', 'ozaki', 'tqdm') "
             "if m in sys.modules]; assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    # no module of the package imports ozaki or an extra at load (DESIGN.md section 2)
+    code = ("import importlib, pkgutil, sys, tme_model; "
+            "[importlib.import_module(m.name) for m in pkgutil.walk_packages(tme_model.__path__, 'tme_model.') "
+            "if not m.name.endswith('__main__')]; "
+            "bad = [m for m in ('matplotlib', 'sympy', 'ozaki', 'tqdm') if m in sys.modules]; "
+            "assert not bad, bad; assert 'tme_model.calibration.fitting' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_docs_tables_are_current():
-    from tme_model import _docs
+def test_missing_extras_are_named(monkeypatch, capsys, tmp_path):
+    from tme_model.extras import MissingExtraError, require
 
+    for module, extra in (("matplotlib", "plot"), ("sympy", "symbolic"), ("tqdm", "calibrate")):
+        monkeypatch.setitem(sys.modules, module, None)  # import raises ImportError
+        with pytest.raises(MissingExtraError, match=rf"ozaki-emu\[{extra}\]"):
+            require(module)
+    with pytest.raises(MissingExtraError, match="symbolic"):
+        symbolic.latex()
+    err = fails(plot_main, ["--gpu", "b300", "-o", str(tmp_path / "x.png")], capsys)
+    assert "ozaki-emu[plot]" in err and not (tmp_path / "x.png").exists()
+    err = fails(calibrate_main, ["--quick", "-o", str(tmp_path / "p.json")], capsys)
+    assert "ozaki-emu[calibrate]" in err and "--no-progress" in err
+    with pytest.raises(ValueError, match="module must be one of"):
+        require("numpy")
+
+
+def _docs_script():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "_scripts" / "tme_model_page.py"
+    if not path.exists():
+        pytest.skip("docs not in this checkout")
+    spec = importlib.util.spec_from_file_location("tme_model_page", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_docs_tables_are_current():
+    _docs = _docs_script()
     if not _docs.PAGE.exists():
         pytest.skip("docs not present")
     import sympy
@@ -530,8 +606,8 @@ def test_docs_tables_are_current():
     stale = _docs.stale_blocks()
     if _docs.forms_printed_by() != sympy.__version__:  # sympy's printing varies by version
         stale = [b for b in stale if b != "forms"]
-    assert not stale, f"run python -m tme_model._docs to refresh {stale}"
+    assert not stale, f"run python docs/_scripts/tme_model_page.py to refresh {stale}"
     text = _docs.PAGE.read_text()
-    assert all(f"``{key}``" in text for key, _, _ in _docs._FORMS)
+    assert all(f"``{key}``" in text for key, _, _ in _docs.FORMS)
     for name in _docs.FIGURES:  # figures the page shows are generated and present
         assert f"_static/{name}" in text and (_docs.DOCS / "_static" / name).stat().st_size > 1000

@@ -5,20 +5,23 @@ The Roofline with emulation parameters (DESIGN.md section 4)::
     T_native = max(W / P64, Q / Bmem)
     T_emul   = max(alpha W / Plow, beta Q / Bmem) + gamma n_out
 
-Modules: :mod:`~tme_model.specs` (sourced hardware database), :mod:`~tme_model.kernels`
-(W, Q, n_out, k per kernel), :mod:`~tme_model.schemes` (moduli counts, alpha, substrate
-choice), :mod:`~tme_model.scenario` (presets and user parameters), :mod:`~tme_model.model`
-(the numbers), :mod:`~tme_model.symbolic` (sympy closed forms), :mod:`~tme_model.profile`
-(calibration profiles), :mod:`~tme_model.plot` and :mod:`~tme_model.cli` (``tme-plot``,
-``tme-table``).  Importing the package loads neither matplotlib, sympy nor ozaki.
+Modules: :mod:`~tme_model.specs` (sourced hardware database), :mod:`~tme_model.workloads`
+(W, Q, n_out, k per kernel), :mod:`~tme_model.schemes` (moduli counts and alpha, read
+from ``ozaki``; substrate choice), :mod:`~tme_model.scenario` (presets and user
+parameters), :mod:`~tme_model.model` (the numbers), :mod:`~tme_model.symbolic` (sympy
+closed forms), :mod:`~tme_model.profile` and :mod:`~tme_model.profile_file` (calibration
+profiles), :mod:`~tme_model.calibration` (measuring them), :mod:`~tme_model.tables`,
+:mod:`~tme_model.plot` and :mod:`~tme_model.cli` (``tme-plot``, ``tme-table``,
+``tme-calibrate``).  Importing the package loads neither matplotlib, sympy nor ozaki.
 """
 
-from .kernels import Kernel, catalog, parse_kernel
 from .model import REGIMES, Crossover, Emulation, Prediction, predict
-from .profile import Profile, load_profile
+from .profile import Profile
+from .profile_file import load_profile
 from .scenario import PRESETS, Scenario
 from .schemes import alpha_for, choose_scheme, moduli_for
 from .specs import Device, TMEError, UnknownDeviceError, get_device, load_devices
+from .workloads import Kernel, catalog, parse_kernel
 
 __all__ = [
     "PRESETS",

@@ -11,20 +11,29 @@ import csv
 import io
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Sequence
 
-from .kernels import DEFAULT_KERNELS, Kernel, intensity_kernel
-from .model import native_tflops, predict
-from .profile import load_profile
+from . import tables
+from .extras import MissingExtraError, require
+from .model import predict
+from .profile_file import dump_profile, load_profile
 from .scenario import PRESETS, Scenario
 from .schemes import GRADES, MODES, SCHEMES
 from .specs import Device, TMEError, get_device, load_devices
+from .workloads import DEFAULT_KERNELS, Kernel, intensity_kernel
 
 __all__ = ["calibrate_main", "plot_main", "table_main"]
 
 _PLOT_FORMATS = (".png", ".svg", ".pdf")
+
+
+def _require(p: argparse.ArgumentParser, module: str) -> None:
+    """Exit with a usage error naming the extra when an optional dependency is missing."""
+    try:
+        require(module)
+    except MissingExtraError as exc:
+        p.error(str(exc))
 
 
 def _gamma(text: str) -> float | None:
@@ -108,23 +117,13 @@ def _kernels(p: argparse.ArgumentParser, a: argparse.Namespace, sc: Scenario) ->
     return kernels
 
 
-def _list(devices: dict[str, Device]) -> str:
-    cols = ("fp64_vector", "fp64_matrix", "fp8", "int8", "mem_bw")
-    rows = [("key", "vec64", "mat64", "fp8", "int8", "TB/s", "name")]
-    for d in devices.values():
-        vals = [d.get(c) for c in cols]
-        rows.append((d.key, *("-" if v is None else f"{v:g}" for v in vals), d.name))
-    widths = [max(len(r[i]) for r in rows) for i in range(6)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[6] for r in rows)
-
-
 def _run(prog: str, description: str, argv: Sequence[str] | None, extra) -> tuple:
     p = _parser(prog, description)
     extra(p)
     a = p.parse_args(argv)
     devices = _devices(p, a)
     if a.list_gpus:
-        print(_list(devices))
+        print(tables.device_list(devices))
         return p, a, None, None
     sc = _scenario(p, a)
     kernels = _kernels(p, a, sc)
@@ -170,70 +169,12 @@ def plot_main(argv: Sequence[str] | None = None) -> int:
     else:
         out = Path.cwd() / ("tme-" + "_".join(re.sub(r"[^a-z0-9.-]+", "-", d.key)
                                               for d, _ in results) + ".png")
+    _require(p, "matplotlib")
     from .plot import roofline_figure, save_figure
 
     save_figure(roofline_figure(results, sc.describe()), str(out), dpi=a.dpi)
     print(f"tme-plot: wrote {out.resolve()}")
     return 0
-
-
-_TEXT_COLUMNS = (
-    ("kernel", "kernel", "{}"), ("I [F/B]", "intensity", "{:.4g}"), ("scheme", "scheme", "{}"),
-    ("N", "moduli", "{}"), ("alpha", "alpha", "{:.4g}"), ("native [s]", "native_s", "{:.3g}"),
-    ("emul [s]", "emulated_s", "{:.3g}"), ("native TF/s", "native_tflops", "{:.4g}"),
-    ("emul TF/s", "emulated_tflops", "{:.4g}"), ("speedup", "speedup", "{:.3g}"),
-    ("regime", "regime", "{}"), ("emul bound", "emulated_limiter", "{}"),
-    ("emul ridge I", "ridge_emulated", "{:.4g}"),
-    ("crossover I", "crossover_intensity", "{:.4g}"), ("break-even beta", "break_even_beta", "{:.4g}"),
-)
-
-
-def _rows(results, kernels: list[Kernel], baseline: Device | None) -> list[dict]:
-    rows = []
-    for _, preds in results:
-        for kern, pred in zip(kernels, preds):
-            row = pred.to_dict()
-            if baseline is not None:
-                base = native_tflops(kern, baseline)
-                row.update(baseline=baseline.key, baseline_native_tflops=base,
-                           native_vs_baseline=pred.native_tflops / base,
-                           emulated_vs_baseline=pred.emulated_tflops / base)
-            rows.append(row)
-    return rows
-
-
-def _cell(row: dict, key: str, fmt: str) -> str:
-    if key == "crossover_intensity":
-        kind = row["crossover_kind"]
-        if kind == "never":
-            return "never"
-        tail = " (tie)" if kind == "tie" else (" (tie below)" if row["crossover_ties_below"] else "")
-        return fmt.format(row[key]) + tail
-    if row[key] is None:
-        return "-" if key == "moduli" else "none"
-    return fmt.format(row[key])
-
-
-def _table(rows: list[dict], markdown: bool, baseline: str | None) -> str:
-    cols = list(_TEXT_COLUMNS)
-    if baseline:
-        cols += [(f"native/{baseline}", "native_vs_baseline", "{:.3g}"),
-                 (f"emul/{baseline}", "emulated_vs_baseline", "{:.3g}")]
-    out = []
-    for gpu in dict.fromkeys(r["gpu"] for r in rows):
-        body = [[_cell(r, k, f) for _, k, f in cols] for r in rows if r["gpu"] == gpu]
-        head = [h for h, _, _ in cols]
-        if markdown:
-            out.append(f"**{gpu}**\n")
-            out.append("| " + " | ".join(head) + " |")
-            out.append("|" + "|".join("---" for _ in head) + "|")
-            out += ["| " + " | ".join(line) + " |" for line in body]
-        else:
-            widths = [max(len(x) for x in col) for col in zip(head, *body)]
-            out.append(f"== {gpu}")
-            out += ["  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in [head] + body]
-        out.append("")
-    return "\n".join(out)
 
 
 def table_main(argv: Sequence[str] | None = None) -> int:
@@ -265,7 +206,7 @@ def table_main(argv: Sequence[str] | None = None) -> int:
         except TMEError as exc:
             p.error(str(exc))
     try:
-        rows = _rows(results, _kernels(p, a, sc), baseline)
+        rows = tables.prediction_rows(results, _kernels(p, a, sc), baseline)
     except TMEError as exc:
         p.error(str(exc))
     if a.format == "json":
@@ -278,12 +219,62 @@ def table_main(argv: Sequence[str] | None = None) -> int:
         print(buf.getvalue(), end="")
     else:
         print(f"TME model: {sc.describe()}\n")
-        print(_table(rows, a.format == "markdown", baseline.key if baseline else None))
+        print(tables.prediction_table(rows, a.format == "markdown", baseline.key if baseline else None))
     return 0
 
 
+def _sizes(text: str) -> list[int]:
+    try:
+        vals = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"sizes must be comma-separated integers, got {text!r}")
+    if not vals or min(vals) < 8:
+        raise argparse.ArgumentTypeError(f"sizes must be integers >= 8, got {text!r}")
+    return vals
+
+
+def _calibrate_parser(cal) -> argparse.ArgumentParser:
+    def listed(sizes) -> str:
+        return ",".join(map(str, sizes))
+
+    p = argparse.ArgumentParser(
+        prog="tme-calibrate",
+        description="Measure this machine (native FP64 GEMM, ozaki engines, STREAM bandwidth, "
+                    "ozaki's O(n^2) phases) into a TME profile, shown as device 'local' by "
+                    "tme-plot/tme-table --profile FILE.  --validate compares the profile's "
+                    "predictions with ozaki.dgemm at held-out sizes (Markdown table).")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="profile to write (default profile.json; with --validate and "
+                        "--profile, none)")
+    p.add_argument("--sizes", type=_sizes, metavar="N,N",
+                   help=f"calibration sizes (default {listed(cal.DEFAULT_SIZES)}; "
+                        f"--quick: {listed(cal.QUICK_SIZES)})")
+    p.add_argument("--quick", action="store_true",
+                   help="tiny sizes, one run each, small STREAM arrays: a smoke test, not a "
+                        "calibration")
+    p.add_argument("--repeats", type=int, metavar="R",
+                   help="runs per measurement, summarised by --statistic (default 3; --quick 1)")
+    p.add_argument("--statistic", choices=cal.STATISTICS, default="median",
+                   help="summary of the repeated runs of each measurement (default median; "
+                        "min: the run least disturbed by other processes)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    v = p.add_argument_group("validation")
+    v.add_argument("--validate", action="store_true",
+                   help="after calibrating (or loading --profile), time ozaki.dgemm at the "
+                        "validation sizes and print predicted / measured as Markdown")
+    v.add_argument("--profile", metavar="FILE", help="with --validate: use this profile "
+                                                      "instead of calibrating")
+    v.add_argument("--validate-sizes", type=_sizes, metavar="N,N,N",
+                   help=f"default {listed(cal.VALIDATION_SIZES)} "
+                        f"(--quick: {listed(cal.QUICK_VALIDATION_SIZES)})")
+    v.add_argument("--json", metavar="FILE", help="also write the validation rows as JSON")
+    v.add_argument("--rst", metavar="FILE", help="also write them as a reStructuredText table "
+                                                 "(with the minima restated, after a calibration)")
+    return p
+
+
 def calibrate_main(argv: Sequence[str] | None = None) -> int:
-    """``tme-calibrate``: measure this machine into a profile (see :mod:`tme_model.calibrate`).
+    """``tme-calibrate``: measure this machine into a profile (:mod:`tme_model.calibration`).
 
     ``tme-calibrate [-o profile.json] [--sizes 1536,3072] [--quick]`` writes a profile for
     ``--profile FILE``; ``--validate`` then compares its predictions of ``ozaki.dgemm``
@@ -299,6 +290,56 @@ def calibrate_main(argv: Sequence[str] | None = None) -> int:
     int
         Exit status (0; usage errors exit with 2).
     """
-    from .calibrate import main
+    from . import calibration as cal
 
-    return main(argv)
+    p = _calibrate_parser(cal)
+    a = p.parse_args(argv)
+    if a.repeats is not None and a.repeats < 1:
+        p.error(f"--repeats must be >= 1, got {a.repeats}")
+    if a.profile and not a.validate:
+        p.error("--profile is for --validate (calibration writes a profile with -o)")
+    if a.profile and a.sizes:
+        p.error("--sizes calibrates; with --profile nothing is calibrated")
+    repeats = a.repeats or (1 if a.quick else 3)
+    progress = not a.no_progress
+    if progress:
+        _require(p, "tqdm")
+    vsizes = a.validate_sizes or (cal.QUICK_VALIDATION_SIZES if a.quick else cal.VALIDATION_SIZES)
+    how = ""
+    if a.profile:
+        try:
+            profile = load_profile(a.profile)
+        except TMEError as exc:
+            p.error(str(exc))
+        rows = cal.validate(profile, vsizes, repeats=repeats, progress=progress, statistic=a.statistic)
+        how = "validation timed after the calibration"
+    else:
+        sizes = a.sizes or (cal.QUICK_SIZES if a.quick else cal.DEFAULT_SIZES)
+        opts = dict(repeats=repeats, progress=progress, statistic=a.statistic,
+                    sim_sizes=cal.QUICK_SIM_SIZES if a.quick else cal.SIM_SIZES,
+                    stream_elements=(1 << 20) if a.quick else (1 << 25))
+        if a.validate:
+            profile, rows = cal.calibrate_and_validate(sizes, vsizes, **opts)
+            how = "calibration and validation runs interleaved"
+        else:
+            profile = cal.calibrate(sizes, **opts)
+        out = a.output or "profile.json"
+        dump_profile(profile, out)
+        profile = load_profile(out)
+        print(tables.profile_summary(profile, out))
+    if a.validate:
+        from .calibration.probes import loadavg
+
+        c = profile.meta.get("calibration", {})
+        print(f"\nPredicted versus measured (profile {profile.path}: calibrated at n = "
+              f"{', '.join(map(str, c.get('sizes', []))) or '?'}; {how}; {a.statistic} of {repeats} "
+              f"runs; load average before {c.get('loadavg_before')}, now {loadavg()})\n")
+        print(tables.validation_markdown(rows))
+        if a.json:
+            with open(a.json, "w") as fh:
+                json.dump(rows, fh, indent=2)
+                fh.write("\n")
+        if a.rst:
+            with open(a.rst, "w") as fh:
+                fh.write(tables.validation_rst(rows, cal.restate_minima(rows, profile)) + "\n")
+    return 0

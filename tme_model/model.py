@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .kernels import Kernel
 from .schemes import SCHEMES
 from .specs import Device
+from .workloads import Kernel
 
 __all__ = [
     "REGIMES",

@@ -1,4 +1,5 @@
-"""Roofline charts of the TME model (matplotlib, Agg backend, imported on use).
+"""Roofline charts of the TME model (matplotlib, Agg backend, imported on use: the
+``[plot]`` extra, see :mod:`tme_model.extras`).
 
 One panel per device, log-log: x "Arithmetic intensity [FLOP/byte]", y "Performance
 [TFLOP/s]".  Drawn: the native FP64 roof (vector and matrix where they differ), the
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from .extras import require
 from .model import Prediction, roof_emulated, roof_native
 from .specs import Device
 
@@ -23,12 +25,8 @@ __all__ = ["roofline_figure", "save_figure"]
 
 
 def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    require("matplotlib").use("Agg")
+    return require("matplotlib.pyplot")
 
 
 #: Label offsets tried in turn (points, horizontal alignment): right of the point, then

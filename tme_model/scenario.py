@@ -20,9 +20,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from .kernels import DEFAULT_KERNELS, Kernel, catalog
 from .model import Emulation
-from .schemes import GEMMS_PER_MODULUS, GRADES, MODES, SCHEMES, alpha_for, choose_scheme, moduli_for
+from .schemes import GRADES, MODES, SCHEMES, alpha_for, choose_scheme, gemms_per_modulus, moduli_for
+from .workloads import DEFAULT_KERNELS, Kernel, catalog
 from .specs import Device, MissingFigureError
 
 __all__ = ["PRESETS", "RECON_FLOPS_PER_MODULUS", "Scenario"]
@@ -79,7 +79,11 @@ class Scenario:
         if self.moduli is not None:
             if self.scheme == "auto":
                 raise ValueError("moduli needs an explicit scheme (int8 or fp8)")
-            alpha_for(self.scheme, self.moduli, self.mode)  # validates the count
+            m = self.moduli
+            if isinstance(m, bool) or int(m) != m or m < 1:
+                raise ValueError(f"moduli must be a positive integer, got {m!r}")
+            # ozaki's range (2 to 20) is checked by alpha_for when the scenario is
+            # resolved: checking it here would import ozaki with tme_model (PRESETS)
         _check("alpha", self.alpha, 1.0)
         _check("beta", self.beta, 1.0)
         _check("gamma", self.gamma, 0.0)
@@ -156,7 +160,7 @@ class Scenario:
         if self.gamma is not None:
             source = "preset" if self.label in PRESETS else "given"
             return Emulation(scheme, alpha, self.beta, self.gamma, moduli, mode, gamma_source=source)
-        n_est = moduli if moduli is not None else max(1, round(alpha / GEMMS_PER_MODULUS[scheme]))
+        n_est = moduli if moduli is not None else max(1, round(alpha / gemms_per_modulus(scheme)))
         phases = device.phases.get(scheme)
         if phases is not None:
             return Emulation(scheme, alpha, self.beta, phases.recon_s_per_output_modulus * n_est,

@@ -1,69 +1,98 @@
 """Ozaki Scheme II substrates: moduli counts, the compute multiplier alpha, scheme choice.
 
-alpha is the number of exact low-precision GEMMs one emulated FP64 GEMM costs, counted
-the way ``ozaki`` runs them (DESIGN.md sections 3 and 4):
+The scheme facts are ``ozaki``'s, read through its public functions (imported inside
+the functions, so that ``import tme_model`` does not load ``ozaki``; DESIGN.md
+section 2):
 
-============  ===========  ==============
-scheme        fast mode    accurate mode
-============  ===========  ==============
-``int8``      N            N + 1
-``fp8``       3 N          3 N + 1
-============  ===========  ==============
+* alpha, the exact low-precision GEMMs one emulated FP64 GEMM costs, is the work of the
+  calls :func:`ozaki.exact_gemms` lists, on the engine that models the scheme's own
+  matrix unit (:data:`UNIT_ENGINES`):
 
-(accurate mode adds one exact GEMM on quantised magnitudes to bound the product; each
-FP8 modulus needs three digit GEMMs).
+  ============  ===========  ==============
+  scheme        fast mode    accurate mode
+  ============  ===========  ==============
+  ``int8``      N            N + 1
+  ``fp8``       3 N          3 N + 1
+  ============  ===========  ==============
+
+  (accurate mode adds one exact GEMM on quantised magnitudes to bound the product; each
+  FP8 modulus needs three digit GEMMs);
+* GEMMs per modulus on any engine: :func:`ozaki.products.gemms_per_modulus`;
+* the moduli count of the ``"2x-native"`` grade: :func:`ozaki.auto_num_moduli`, the count
+  ``ozaki.dgemm(num_moduli="auto")`` starts from.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .specs import Device, MissingFigureError
 
 __all__ = [
-    "GEMMS_PER_MODULUS",
     "GRADES",
+    "GRADE_EXTRA_MODULI",
     "MODES",
-    "MODULI_FOR_GRADE",
+    "REFERENCE_K",
     "SCHEMES",
+    "UNIT_ENGINES",
     "SchemeChoice",
     "alpha_for",
     "candidates",
     "choose_scheme",
+    "gemms_per_modulus",
     "moduli_for",
 ]
 
-#: Substrates the model knows; each runs on the device figure of the same name.
+#: Substrates the model knows; each runs on the device figure of the same name.  A
+#: subset of ``ozaki.SCHEMES`` (its ``fp64`` scheme has no low-precision figure; the
+#: tests pin the two together).
 SCHEMES: tuple[str, ...] = ("int8", "fp8")
-#: Exact low-precision GEMMs per modulus (fp8: three digit products, DESIGN section 3).
-GEMMS_PER_MODULUS: dict[str, int] = {"int8": 1, "fp8": 3}
-#: Modes of the scaling step: accurate adds one exact bounding GEMM.
+#: Modes of the scaling step: accurate adds one exact bounding GEMM.  The names of
+#: ``ozaki.MODES``, in the order the command-line tools show them.
 MODES: tuple[str, ...] = ("fast", "accurate")
-
-#: Moduli needed for FP64 grade at inner dimension k <= 4096, from DESIGN.md section 3
-#: ("Error bound": bits of P needed, measured at m = n = 32, k = 4096, exact ``|A||B|``
-#: bound).  "2x-native": error no worse than twice native DGEMM's componentwise error
-#: (112-120 bits: INT8 16, FP8 13).  "certified": error <= ``u (|A||B|)_ij`` certified at
-#: phi <= 1 (124-132 bits: INT8 16-17, FP8 14-15; the upper end is taken here).  The
-#: peers' defaults (GEMMul8 INT8 14-15 / FP8 10-11, the TME paper's FP8 12) are below
-#: FP64 grade by this measure.
-MODULI_FOR_GRADE: dict[str, dict[str, int]] = {
-    "2x-native": {"int8": 16, "fp8": 13},
-    "certified": {"int8": 17, "fp8": 15},
+#: The ``ozaki`` engine that models each scheme's own matrix unit: INT8 with INT32
+#: accumulation, FP8 E4M3 with FP32 accumulation (``fp64``: FP64 BLAS).  alpha counts
+#: the GEMMs ``ozaki`` runs there.
+UNIT_ENGINES: dict[str, str] = {"int8": "cpu-int8", "fp8": "cpu-fp8", "fp64": "cpu-blas"}
+#: Moduli each accuracy grade adds to ozaki's automatic count.  "2x-native" is that
+#: count (:func:`ozaki.auto_num_moduli`: error no worse than twice native DGEMM's
+#: componentwise error, INT8 16, FP8 13 at k <= 4096, more for larger k as ozaki
+#: measured).  "certified" is the model's stricter choice, error <= ``u (|A||B|)_ij``
+#: certified at phi <= 1: 124-132 bits of P instead of 112-120 (DESIGN.md section 3),
+#: INT8 16-17 and FP8 14-15 moduli at k <= 4096; the upper end is taken, one INT8 and
+#: two FP8 moduli above the automatic count, at every k.  The peers' defaults (GEMMul8
+#: INT8 14-15 / FP8 10-11, the TME paper's FP8 12) are below FP64 grade by this measure.
+GRADE_EXTRA_MODULI: dict[str, dict[str, int]] = {
+    "2x-native": {"int8": 0, "fp8": 0},
+    "certified": {"int8": 1, "fp8": 2},
 }
 #: Accuracy grades accepted by :func:`moduli_for`.
-GRADES: tuple[str, ...] = tuple(MODULI_FOR_GRADE)
-#: Inner dimension up to which :data:`MODULI_FOR_GRADE` was measured.
+GRADES: tuple[str, ...] = tuple(GRADE_EXTRA_MODULI)
+#: Inner dimension at which the substrate of a device is compared by default
+#: (:func:`choose_scheme`), and at which alpha's work is counted.
 REFERENCE_K = 4096
-#: Conservative (low) bits per modulus beyond the tabulated counts, for k > 4096: the
-#: next INT8 moduli are ~7.6 bits (191, 181, ...), the next FP8 ones ~8.8 bits (457, ...).
-_BITS_PER_EXTRA_MODULUS = {"int8": 7.5, "fp8": 8.8}
 
 
 def _check_scheme(scheme: str) -> None:
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {', '.join(SCHEMES)}, got {scheme!r}")
+
+
+@lru_cache(maxsize=None)
+def _exact_work(scheme: str, moduli: int, mode: str) -> int:
+    """Work of ``ozaki.exact_gemms`` on the scheme's unit engine, in full-k GEMMs."""
+    import ozaki
+
+    try:
+        calls = ozaki.exact_gemms(REFERENCE_K, scheme=scheme, num_moduli=moduli, mode=mode,
+                                  engine=UNIT_ENGINES[scheme])
+    except ValueError as exc:
+        raise ValueError(f"moduli: {exc}") from None
+    work, rest = divmod(sum(kc for kc, _, _ in calls), REFERENCE_K)
+    if rest:  # pragma: no cover - k-blocks always add up to k
+        raise AssertionError(f"ozaki's exact GEMMs for {scheme} do not add up to k")
+    return work
 
 
 def alpha_for(scheme: str, moduli: int, mode: str) -> int:
@@ -74,22 +103,56 @@ def alpha_for(scheme: str, moduli: int, mode: str) -> int:
     scheme : {"int8", "fp8"}
         Low-precision substrate.
     moduli : int
-        Number of moduli N, at least 1.
+        Number of moduli N, a count ``ozaki`` runs (2 to 20).
     mode : {"fast", "accurate"}
         Scaling mode; accurate adds one exact bounding GEMM.
 
     Returns
     -------
     int
-        Exact low-precision GEMMs per emulated FP64 GEMM: N or N + 1 (int8), 3N or
-        3N + 1 (fp8).
+        Exact low-precision GEMMs per emulated FP64 GEMM, as :func:`ozaki.exact_gemms`
+        lists them on the scheme's unit engine (:data:`UNIT_ENGINES`), k-blocks counted
+        by their share of k: N or N + 1 (int8), 3N or 3N + 1 (fp8).
     """
     _check_scheme(scheme)
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    if int(moduli) != moduli or moduli < 1:
+    if isinstance(moduli, bool) or int(moduli) != moduli or moduli < 1:
         raise ValueError(f"moduli must be a positive integer, got {moduli!r}")
-    return GEMMS_PER_MODULUS[scheme] * int(moduli) + (1 if mode == "accurate" else 0)
+    return _exact_work(scheme, int(moduli), mode)
+
+
+@lru_cache(maxsize=None)
+def gemms_per_modulus(scheme: str, engine: str | None = None) -> int:
+    """Return the exact GEMMs one modulus of a scheme costs on an ``ozaki`` engine.
+
+    Parameters
+    ----------
+    scheme : str
+        An ``ozaki`` scheme (``int8``, ``fp8``, ``fp64``).
+    engine : str, optional
+        An ``ozaki`` engine; default the scheme's unit engine (:data:`UNIT_ENGINES`).
+
+    Returns
+    -------
+    int
+        :func:`ozaki.products.gemms_per_modulus`, the same for every modulus of the
+        scheme: 3 where residues are split into FP8 digits, else 1.
+    """
+    from ozaki.engines import ENGINES
+    from ozaki.moduli import MODULI
+    from ozaki.products import gemms_per_modulus as per_modulus
+
+    if scheme not in MODULI:
+        raise ValueError(f"scheme must be one of {', '.join(MODULI)}, got {scheme!r}")
+    engine = UNIT_ENGINES[scheme] if engine is None else engine
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    eng = ENGINES[engine]()
+    counts = {per_modulus(eng, p) for p in MODULI[scheme]}
+    if len(counts) != 1:  # pragma: no cover - no such engine today
+        raise ValueError(f"engine {engine!r}: GEMMs per modulus of {scheme} vary: {sorted(counts)}")
+    return counts.pop()
 
 
 def moduli_for(scheme: str, grade: str = "2x-native", k: int = REFERENCE_K) -> int:
@@ -100,24 +163,23 @@ def moduli_for(scheme: str, grade: str = "2x-native", k: int = REFERENCE_K) -> i
     scheme : {"int8", "fp8"}
         Low-precision substrate.
     grade : {"2x-native", "certified"}
-        Accuracy grade (see :data:`MODULI_FOR_GRADE`).
+        Accuracy grade (see :data:`GRADE_EXTRA_MODULI`).
     k : int, optional
-        Inner dimension of the product.  Counts are measured at k <= 4096; above, the
-        product bound grows by log2(k / 4096) bits and moduli are added to cover them
-        (an extrapolation, conservative in bits per modulus).
+        Inner dimension of the product (at least 1).
 
     Returns
     -------
     int
-        Number of moduli N.
+        :func:`ozaki.auto_num_moduli` at ``k`` plus the grade's extra moduli.
     """
+    import ozaki
+
     _check_scheme(scheme)
-    if grade not in MODULI_FOR_GRADE:
+    if grade not in GRADE_EXTRA_MODULI:
         raise ValueError(f"grade must be one of {', '.join(GRADES)}, got {grade!r}")
-    n = MODULI_FOR_GRADE[grade][scheme]
-    if k > REFERENCE_K:
-        n += math.ceil(math.log2(k / REFERENCE_K) / _BITS_PER_EXTRA_MODULUS[scheme])
-    return n
+    if isinstance(k, bool) or int(k) != k or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    return ozaki.auto_num_moduli(scheme, int(k)) + GRADE_EXTRA_MODULI[grade][scheme]
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,16 @@ throughputs, ridges, the speedup in each regime, the crossover intensity and the
 break-even beta.  :mod:`tme_model.model` implements the same forms numerically; the
 tests compare the two, and :func:`latex` renders them for the docs.
 
-sympy is imported inside the functions, so that ``import tme_model`` stays light.
+sympy is imported inside the functions, so that ``import tme_model`` stays light; it is
+the ``[symbolic]`` extra (:mod:`tme_model.extras`).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 from typing import Any, Callable
+
+from .extras import require
 
 __all__ = ["ARGUMENTS", "derive", "lambdified", "latex"]
 
@@ -24,14 +27,14 @@ _LATEX = {"W": "W", "Q": "Q", "I": "I", "P64": r"P_{64}", "Plow": r"P_{\mathrm{l
 
 @lru_cache(maxsize=1)
 def _symbols() -> dict[str, Any]:
-    import sympy as sp
+    sp = require("sympy")
 
     return {name: sp.Symbol(name, positive=True) for name in ARGUMENTS}
 
 
 def _inverse_max(numerator, mx):
     """numerator / Max(a, b) = Min(numerator / a, numerator / b) for positive a, b."""
-    import sympy as sp
+    sp = require("sympy")
 
     return sp.Min(*(sp.simplify(numerator / arg) for arg in mx.args))
 
@@ -56,7 +59,7 @@ def derive() -> dict[str, Any]:
         for a crossover to exist, as a positive margin); ``break_even_beta`` and
         ``break_even_beta_gamma0`` (the latter in terms of I).
     """
-    import sympy as sp
+    sp = require("sympy")
 
     s = _symbols()
     W, Q, I, P64, Plow, B = (s[k] for k in ("W", "Q", "I", "P64", "Plow", "B"))
@@ -119,7 +122,7 @@ def lambdified(name: str) -> Callable[..., float]:
         ``f(W, Q, I, P64, Plow, B, alpha, beta, gamma, n_out)`` (all arguments, unused
         ones ignored), in consistent units.
     """
-    import sympy as sp
+    sp = require("sympy")
 
     s = _symbols()
     return sp.lambdify([s[a] for a in ARGUMENTS], derive()[name], modules="math")
@@ -133,7 +136,7 @@ def latex() -> dict[str, str]:
     dict of str to str
         Same keys as :func:`derive`.
     """
-    import sympy as sp
+    sp = require("sympy")
 
     s = _symbols()
     names = {s[k]: v for k, v in _LATEX.items()}

@@ -1,4 +1,4 @@
-"""Kernel catalog: FP64 work W, memory traffic Q, outputs n_out and inner dimension k.
+"""Workloads: the FP64 kernels the model evaluates (work W, traffic Q, outputs n_out, k).
 
 First-principles counts are the default: compulsory DRAM traffic (every operand read
 once, every result written once, 8-byte words, 4-byte indices), standard flop counts.
@@ -18,7 +18,7 @@ __all__ = [
     "PAPER_INTENSITY",
     "Kernel",
     "catalog",
-    "dgemm",
+    "dense_gemm",
     "fft3d",
     "gemv",
     "intensity_kernel",
@@ -55,9 +55,10 @@ class Kernel:
         Inner dimension of the emulated products (sets the moduli count).
     matrix : bool
         ``True`` if the native kernel may use FP64 matrix units (GEMM).
-    gemm_flops : float
-        FP64-equivalent flops the emulation performs as GEMMs; equals ``flops`` except
-        where the emulated algorithm does more work (the FFT's dense DFT matrices).
+    gemm_flops : float or None
+        FP64-equivalent flops the emulation performs as GEMMs, where the emulated
+        algorithm does more work than the native one (the FFT's dense DFT matrices);
+        ``None``: the same as ``flops`` (see :attr:`emulated_flops`).
     n_in : float
         Input elements an emulation converts to residues.
     intensity_source : str
@@ -84,8 +85,9 @@ class Kernel:
                 raise ValueError(f"kernel {self.name!r}: {attr} must be positive, got {v}")
         if self.n_out < 0 or self.n_in < 0:
             raise ValueError(f"kernel {self.name!r}: n_out and n_in must be >= 0")
-        if self.gemm_flops is None:
-            object.__setattr__(self, "gemm_flops", self.flops)
+        g = self.gemm_flops
+        if g is not None and not (math.isfinite(g) and g > 0):
+            raise ValueError(f"kernel {self.name!r}: gemm_flops must be positive or None, got {g}")
 
     @property
     def intensity(self) -> float:
@@ -93,9 +95,14 @@ class Kernel:
         return self.flops / self.bytes
 
     @property
+    def emulated_flops(self) -> float:
+        """FP64-equivalent flops of the emulated GEMMs: ``gemm_flops``, or ``flops``."""
+        return self.flops if self.gemm_flops is None else self.gemm_flops
+
+    @property
     def work_ratio(self) -> float:
-        """Emulated GEMM work over native work, ``gemm_flops / flops`` (>= 1 usually)."""
-        return self.gemm_flops / self.flops
+        """Emulated GEMM work over native work, ``emulated_flops / flops`` (>= 1 usually)."""
+        return self.emulated_flops / self.flops
 
     def with_intensity(self, intensity: float, source: str) -> "Kernel":
         """Return a copy with W rescaled to a given intensity (Q, n_out, k kept).
@@ -114,7 +121,7 @@ class Kernel:
         """
         _check_intensity(intensity)
         w = intensity * self.bytes
-        return replace(self, flops=w, gemm_flops=w, intensity_source=source)
+        return replace(self, flops=w, gemm_flops=None, intensity_source=source)
 
 
 def _check_intensity(intensity: float) -> None:
@@ -122,7 +129,7 @@ def _check_intensity(intensity: float) -> None:
         raise ValueError(f"intensity must be positive (FLOP/byte), got {intensity}")
 
 
-def dgemm(m: int = 16384, n: int | None = None, k: int | None = None) -> Kernel:
+def dense_gemm(m: int = 16384, n: int | None = None, k: int | None = None) -> Kernel:
     """C = A B with A (m x k), B (k x n); square n = k = m when omitted.
 
     Parameters
@@ -287,7 +294,7 @@ def parse_kernel(spec: str) -> Kernel:
             raise ValueError(f"kernel {spec!r}: sizes must be positive")
     gemv_match = re.fullmatch(r"gemv-b(\d+)", name)
     if name == "dgemm":
-        return dgemm(*dims) if len(dims) in (0, 1, 3) else _bad(spec, "N or MxNxK")
+        return dense_gemm(*dims) if len(dims) in (0, 1, 3) else _bad(spec, "N or MxNxK")
     if gemv_match and int(gemv_match.group(1)) > 0:
         return gemv(int(gemv_match.group(1)), *dims) if len(dims) in (0, 2) else _bad(spec, "MxN")
     simple = {"stencil7": (stencil7, 1), "spmv": (spmv, 2), "fft3d": (fft3d, 1)}
