@@ -8,13 +8,16 @@ Remainder Theorem. Bitwise reproducible across engines and thread counts.
 >>> C = ozaki.dgemm(np.eye(3), np.arange(9.0).reshape(3, 3))
 """
 
+from .arguments import MODES
 from .certify import CertificationError
 from .engines import available_engines
-from .emulation import MODES, dgemm, exact_gemms, gemm, workspace_bytes
+from .front import PreparedOperand, dgemm, gemm, matmul, prepare, zgemm
 from .info import PHASES, OzakiInfo
 from .moduli import MODULI_VERSION, SCHEMES, auto_num_moduli
+from .products import exact_gemms
+from .workspace import workspace_bytes
 
-__all__ = ["dgemm", "gemm", "available_engines", "workspace_bytes", "OzakiInfo",
-           "CertificationError", "MODULI_VERSION", "exact_gemms", "auto_num_moduli",
-           "SCHEMES", "MODES", "PHASES"]
+__all__ = ["dgemm", "gemm", "zgemm", "matmul", "prepare", "PreparedOperand",
+           "available_engines", "workspace_bytes", "OzakiInfo", "CertificationError",
+           "MODULI_VERSION", "exact_gemms", "auto_num_moduli", "SCHEMES", "MODES", "PHASES"]
 __version__ = "0.1.0"

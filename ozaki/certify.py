@@ -53,10 +53,10 @@ import numba as nb
 import numpy as np
 
 from . import kernels, scaling
-from .moduli import MIN_MODULI, crt_plan, max_moduli
+from .moduli import crt_plan, plan_terms
 
-__all__ = ["CertificationError", "Certificate", "Refinement", "componentwise",
-           "Normwise", "normwise_ratio", "normwise_entries", "choose_count", "explain"]
+__all__ = ["CertificationError", "Certificate", "Refinement", "accurate_shifts",
+           "componentwise", "Normwise", "normwise_ratio", "normwise_entries", "explain"]
 
 U = 2.0 ** -53
 _SAFETY = 1.0 + 2.0 ** -40
@@ -70,102 +70,131 @@ class CertificationError(ArithmeticError):
 def _componentwise(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, ratio, bound):
     """Per-entry ratio of the certified bound to the target (see module docstring).
 
-    Returns per-row maxima of the ratio and per-row counts of entries above 1;
-    writes ``ratio`` (per entry) and ``bound`` (the absolute term
-    ``(1+u)(T + 2**-(s+t) R) + 2**-1075``, unscaled) when they have entries.
-    Entries whose upper bound vanishes are exact zeros: ratio 0.
+    A stack of ``b`` products: ``G`` (b, m, n), row data (b, m), column data
+    (b, n), the plan terms ``R``, ``g2`` per slice (b,). Returns per-row maxima
+    of the ratio and per-row counts of entries above 1, shapes (b, m); writes
+    ``ratio`` (per entry) and ``bound`` (the absolute term ``(1+u)(T + 2**-(s+t)
+    R) + 2**-1075``, unscaled) when they have entries. Entries whose upper bound
+    vanishes are exact zeros: ratio 0.
     """
-    m, n = G.shape
-    rowmax = np.zeros(m)
-    rowfail = np.zeros(m, np.int64)
+    b, m, n = G.shape
+    rowmax = np.zeros((b, m))
+    rowfail = np.zeros((b, m), np.int64)
     fill_ratio = ratio.shape[0] > 0
     fill_bound = bound.shape[0] > 0
-    for i in nb.prange(m):
-        ps = kernels.POW2[-sigma[i] + 1022]
+    for gi in nb.prange(b * m):
+        g = gi // m
+        i = gi - g * m
+        ps = kernels.POW2[-sigma[g, i] + 1022]
         worst = 0.0
         fails = 0
         for j in range(n):
-            up = kernels.upper(G, rF, cF, nA, nB, i, j)
+            up = kernels.upper(G, rF, cF, nA, nB, g, i, j)
             if up == 0.0:
                 r = 0.0
                 if fill_bound:
-                    bound[i, j] = 0.0
+                    bound[g, i, j] = 0.0
             else:
-                pt = kernels.POW2[-tau[j] + 1022]
-                c = float(min(nA[i], nB[j]))
-                trunc = min(ps * (cF[j] + c) + pt * (rF[i] + c), 2.0 * up)
+                pt = kernels.POW2[-tau[g, j] + 1022]
+                c = float(min(nA[g, i], nB[g, j]))
+                trunc = min(ps * (cF[g, j] + c) + pt * (rF[g, i] + c), 2.0 * up)
                 # 2**-1075 (the subnormal scale-back) in the units 2**-(e_i + f_j);
                 # below 2**-100 of a unit it is far under u * G_ij >= 2**-53 (kept
                 # rigorous by rounding it up to 2**-100)
-                ef = e[i] + f[j] - 1075
+                ef = e[g, i] + f[g, j] - 1075
                 sub = kernels.ldexp(1.0, ef) if ef > -100 else 2.0 ** -100
-                num = ((1.0 + 2.0 ** -53) * (trunc + (ps * pt) * R) + 2.0 * g2 * up
+                num = ((1.0 + 2.0 ** -53) * (trunc + (ps * pt) * R[g]) + 2.0 * g2[g] * up
                        + sub) * safety
-                low = G[i, j]
+                low = G[g, i, j]
                 r = num / (2.0 ** -53 * low) if low > 0.0 else np.inf
                 if fill_bound:
                     # + the smallest subnormal covers a rounding of ldexp there
-                    bound[i, j] = kernels.ldexp(num, -(e[i] + f[j])) + 5e-324
+                    bound[g, i, j] = kernels.ldexp(num, -(e[g, i] + f[g, j])) + 5e-324
             if r > worst:
                 worst = r
             if r > 1.0:
                 fails += 1
             if fill_ratio:
-                ratio[i, j] = r
-        rowmax[i] = worst
-        rowfail[i] = fails
+                ratio[g, i, j] = r
+        rowmax[g, i] = worst
+        rowfail[g, i] = fails
     return rowmax, rowfail
 
 
 @dataclass
 class Certificate:
-    """Outcome of the bound for one moduli count.
+    """Outcome of the bound for a stack of ``b`` products, each at its own count.
 
     Attributes
     ----------
-    num_moduli : int
-    sigma, tau : ndarray of int64
-        Extra shifts on top of the quantisation exponents (``s = e + sigma``).
-    max_ratio : float
-        Largest ``bound / target`` over the entries (``<= 1``: all certified).
-    uncertified : int
+    num_moduli : ndarray of int64, shape (b,)
+    sigma, tau : ndarray of int64, shapes (b, m), (b, n)
+        Extra shifts on top of the quantisation exponents (``s = e + sigma``;
+        in fast mode the shifts themselves).
+    max_ratio : ndarray, shape (b,)
+        Largest ``bound / target`` over each slice's entries (``<= 1``: certified).
+    uncertified : ndarray of int64, shape (b,)
         Entries whose bound misses the target.
     kind : str
         ``"componentwise"`` (accurate mode) or ``"normwise"`` (fast mode).
     """
 
-    num_moduli: int
+    num_moduli: np.ndarray
     sigma: np.ndarray
     tau: np.ndarray
-    max_ratio: float
-    uncertified: int
+    max_ratio: np.ndarray
+    uncertified: np.ndarray
     kind: str
 
+    def where(self, cond: np.ndarray, other: "Certificate") -> "Certificate":
+        """Per slice: ``other`` where ``cond``, else ``self``."""
+        c1 = cond[:, None]
+        return Certificate(np.where(cond, other.num_moduli, self.num_moduli),
+                           np.where(c1, other.sigma, self.sigma),
+                           np.where(c1, other.tau, self.tau),
+                           np.where(cond, other.max_ratio, self.max_ratio),
+                           np.where(cond, other.uncertified, self.uncertified), self.kind)
 
-def componentwise(G, rF, cF, nA, nB, e, f, scheme: str, num_moduli: int, *, ratio=None,
-                  bound=None, sigma=None, tau=None) -> Certificate:
-    """Shifts for ``num_moduli`` and their componentwise certificate (accurate mode).
 
-    ``G`` is the floor GEMM, ``rF``/``cF`` the row/column sums of the floors,
-    ``nA``/``nB`` the nonzero counts, ``e``/``f`` the quantisation exponents.
-    ``sigma``/``tau`` impose the extra shifts (else they are chosen from ``G``);
-    ``ratio`` and ``bound`` (m, n) receive the per-entry ratio and absolute bound.
+def accurate_shifts(backend, G, rF, cF, nA, nB, H, tie=None):
+    """``(sigma, tau)`` from the floor GEMM ``G`` (:mod:`ozaki.scaling`), per slice.
+
+    ``H`` (b,) per slice; ``tie(sigma, tau)``, when given, ties shifts that must
+    be equal (complex products: the real and imaginary columns of one ``B``
+    column), lowering them only, which keeps them safe.
     """
-    plan = crt_plan(scheme, num_moduli)
+    mu = backend.upper_rowmax(G, rF, cF, nA, nB)
+    sigma = scaling.half_fit(mu, H[:, None])
+    nu = backend.upper_scaled_colmax(G, rF, cF, nA, nB, sigma)
+    tau = scaling.fit(nu, H[:, None])
+    return (sigma, tau) if tie is None else tie(sigma, tau)
+
+
+def componentwise(backend, G, rF, cF, nA, nB, e, f, scheme: str, counts, *, ratio=None,
+                  bound=None, sigma=None, tau=None, tie=None) -> Certificate:
+    """Shifts for ``counts`` (b,) and their componentwise certificate (accurate mode).
+
+    ``G`` is the floor GEMM (b, m, n), ``rF``/``cF`` the row/column sums of the
+    floors, ``nA``/``nB`` the nonzero counts, ``e``/``f`` the quantisation
+    exponents. ``sigma``/``tau`` impose the extra shifts (else they are chosen
+    from ``G``); ``ratio`` and ``bound`` (b, m, n) receive the per-entry ratio
+    and absolute bound.
+    """
+    H, R, g2 = plan_terms(scheme, counts)
     if sigma is None:
-        sigma, tau = scaling.accurate_extra_shifts(G, rF, cF, nA, nB, plan.H)
-    empty2 = np.zeros((0, 0))
-    with kernels.LOCK:
+        sigma, tau = accurate_shifts(backend, G, rF, cF, nA, nB, H, tie)
+    empty = np.zeros((0, 0, 0))
+    with backend.lock:
         rowmax, rowfail = _componentwise(
-            G, rF, cF, nA, nB, sigma, tau, plan.rounding, plan.gamma2, e, f, _SAFETY,
-            empty2 if ratio is None else ratio, empty2 if bound is None else bound)
-    return Certificate(num_moduli, sigma, tau, float(rowmax.max(initial=0.0)),
-                       int(rowfail.sum()), "componentwise")
+            G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, _SAFETY,
+            empty if ratio is None else ratio, empty if bound is None else bound)
+    return Certificate(np.asarray(counts), sigma, tau, rowmax.max(axis=1, initial=0.0),
+                       rowfail.sum(axis=1), "componentwise")
 
 
 @dataclass
 class Refinement:
-    """Exact FP64 bound GEMMs at a finer quantisation, for a block of entries.
+    """Exact FP64 bound GEMMs at a finer quantisation, for a block of one slice's entries.
 
     The coarse bound quantises to the scheme unit's range (16 on FP8): small
     entries floor to 0 and the lower bound of ``|A||B|`` can vanish; its upper
@@ -191,17 +220,21 @@ class Refinement:
     cF: np.ndarray
     c: np.ndarray
 
-    def certify(self, cert: Certificate, e, f, plan, ratio, bound=None) -> Certificate:
-        """Combine ``cert`` (coarse, whose per-entry ``ratio`` is given) with this block."""
+    def certify(self, sigma, tau, e, f, plan, ratio, bound=None) -> tuple[float, int]:
+        """Improve one slice's coarse ``ratio`` (m, n) on this block; ``(max ratio, fails)``.
+
+        ``sigma`` (m,), ``tau`` (n,), ``e``, ``f`` are the slice's coarse shifts and
+        quantisation exponents; ``bound`` (m, n) is improved likewise.
+        """
         ix = np.ix_(self.rows, self.cols)
-        sig, tau = cert.sigma[self.rows], cert.tau[self.cols]
+        sig, ta = sigma[self.rows], tau[self.cols]
         de = (self.e - e[self.rows])[:, None]  # fine units are 2**-(e' + f')
         df = (self.f - f[self.cols])[None, :]
         coarse_T = (np.ldexp(1.0, -sig)[:, None] * (self.cF[None, :] + self.c)
-                    + np.ldexp(1.0, -tau)[None, :] * (self.rF[:, None] + self.c))
+                    + np.ldexp(1.0, -ta)[None, :] * (self.rF[:, None] + self.c))
         T = np.minimum(np.ldexp(coarse_T, de + df), 2.0 * self.U)
         ps = np.ldexp(1.0, -(sig[:, None] - de))  # 2**-(s - e')
-        pt = np.ldexp(1.0, -(tau[None, :] - df))
+        pt = np.ldexp(1.0, -(ta[None, :] - df))
         ef = self.e[:, None] + self.f[None, :]
         sub = np.ldexp(1.0, np.maximum(ef - 1075, -100))
         num = ((1 + U) * (T + (ps * pt) * plan.rounding) + 2 * plan.gamma2 * self.U
@@ -214,20 +247,15 @@ class Refinement:
             with np.errstate(over="ignore"):  # inf is a valid (useless) bound
                 fine_bound = np.where(self.U == 0, 0.0, np.ldexp(num, -ef) + 5e-324)
             bound[ix] = np.minimum(bound[ix], fine_bound)
-        return Certificate(cert.num_moduli, cert.sigma, cert.tau,
-                           float(ratio.max(initial=0.0)), int((ratio > 1).sum()), cert.kind)
+        return float(ratio.max(initial=0.0)), int((ratio > 1).sum())
 
 
 @dataclass
 class Normwise:
-    """Per-line data of the fast-mode (normwise) bound, normalised so nothing overflows.
+    """Per-line bounds of the normalised norms ``||x 2**-E||`` (fast mode), shape (b, lines).
 
-    The kernels give ``n2 = ||a 2**-E||_2**2`` and ``n1 = ||a 2**-E||_1`` per line
-    (fixed-order FP64 sums of at most ``k`` terms, relative error below
-    ``(k + 2) u``; terms below ``2**-500`` are dropped). With ``slack = 1 + (k + 8)
-    2**-52``: ``lo2 = sqrt(n2 / slack)`` is a lower bound of the normalised 2-norm,
-    ``hi2 = sqrt(n2 slack + k 2**-1000)`` an upper one, ``hi1 = n1 slack + k 2**-500``
-    an upper bound of the normalised 1-norm.
+    ``lo2 <= ||x 2**-E||_2 <= hi2``, ``||x 2**-E||_1 <= hi1``, and ``upper2`` an
+    upper bound of ``||x 2**-E||_2**2`` (see :class:`ozaki.decisions.Norms`).
     """
 
     E: np.ndarray
@@ -235,20 +263,20 @@ class Normwise:
     lo2: np.ndarray
     hi2: np.ndarray
     hi1: np.ndarray
-
-    @classmethod
-    def from_sums(cls, E, zero, n2, n1, k) -> "Normwise":
-        slack = 1.0 + (k + 8) * 2.0 ** -52
-        lo2 = np.sqrt(n2 / slack)
-        hi2 = np.sqrt(n2 * slack + k * 2.0 ** -1000)
-        return cls(E, zero, lo2, hi2, n1 * slack + k * 2.0 ** -500)
+    upper2: np.ndarray
 
     def terms(self, shift):
-        """``x = 2**-(shift + E) / lo2`` and ``alpha = hi1 / lo2`` over the nonzero lines."""
+        """``x = 2**-(shift + E) / lo2`` and ``alpha = hi1 / lo2``, 0 on zero lines."""
         nz = ~self.zero
-        lo = self.lo2[nz]
-        x = np.ldexp(1.0, -(shift[nz] + self.E[nz]).astype(np.int64)) / lo
-        return x, self.hi1[nz] / lo, self.E[nz], lo
+        lo = np.where(nz, self.lo2, 1.0)
+        x = np.where(nz, np.ldexp(1.0, -(shift + self.E).astype(np.int64)) / lo, 0.0)
+        return x, np.where(nz, self.hi1 / lo, 0.0)
+
+    def smallest(self):
+        """Per slice: the least ``E`` and ``lo2`` over nonzero lines (for the subnormal term)."""
+        nz = ~self.zero
+        return (np.where(nz, self.E, 10 ** 6).min(axis=1),
+                np.where(nz, self.lo2, np.inf).min(axis=1))
 
 
 def _sub_ratio(Ea, lo_a, Eb, lo_b):
@@ -257,96 +285,76 @@ def _sub_ratio(Ea, lo_a, Eb, lo_b):
         return np.ldexp(1.0, np.clip(-1022 - Ea - Eb, -1100, 1100)) / (lo_a * lo_b)
 
 
-def normwise_ratio(na: Normwise, nb: Normwise, s, t, R, g2) -> float:
-    """Largest ``bound / (u ||a_i||_2 ||b_j||_2)`` of the fast-mode bound, in O(m + n).
+def normwise_ratio(na: Normwise, nb: Normwise, s, t, R, g2) -> np.ndarray:
+    """Per slice, the largest ``bound / (u ||a_i||_2 ||b_j||_2)`` of the fast-mode bound.
 
     With ``x_i = 2**-s_i / ||a_i||_2`` and ``alpha_i = ||a_i||_1 / ||a_i||_2`` (and
     ``y``, ``beta`` for ``B``), ``T_ij / (||a_i|| ||b_j||) <= x_i beta_j + y_j alpha_i``;
     the reconstruction adds ``R x_i y_j`` and ``2 g``, the subnormal scale-back
     ``2**-1075`` (:func:`_sub_ratio`). The maximum over ``(i, j)`` is bounded by the
-    products of the maxima. ``R`` and ``g2`` come from :class:`ozaki.moduli.CRTPlan`.
+    products of the maxima: O(m + n). ``R``, ``g2`` (b,) per slice.
     """
-    if na.zero.all() or nb.zero.all():
-        return 0.0
-    x, alpha, Ea, lo_a = na.terms(s)
-    y, beta, Eb, lo_b = nb.terms(t)
-    ratio = x.max() * beta.max() + y.max() * alpha.max() + R * x.max() * y.max()
-    sub = _sub_ratio(Ea.min(), lo_a.min(), Eb.min(), lo_b.min())
+    x, alpha = na.terms(s)
+    y, beta = nb.terms(t)
+    xm, am, ym, bm = x.max(axis=1), alpha.max(axis=1), y.max(axis=1), beta.max(axis=1)
+    ratio = xm * bm + ym * am + R * xm * ym
+    (Ea, la), (Eb, lb) = na.smallest(), nb.smallest()
+    live = (~na.zero).any(axis=1) & (~nb.zero).any(axis=1)
+    sub = np.where(live, _sub_ratio(np.where(live, Ea, 0), np.where(live, la, 1.0),
+                                    np.where(live, Eb, 0), np.where(live, lb, 1.0)), 0.0)
     # |A||B| <= ||a_i||_2 ||b_j||_2 (Cauchy-Schwarz) bounds the 2 g |A||B| term
-    return float(((1 + U) * ratio + 2 * g2 + sub) * _SAFETY / U)
+    return np.where(live, ((1 + U) * ratio + 2 * g2 + sub) * _SAFETY / U, 0.0)
 
 
-def normwise_entries(na: Normwise, nb: Normwise, s, t, R, g2, ratio, bound=None) -> int:
-    """Per entry: ``ratio`` (m, n) of the fast-mode bound to ``u ||a_i|| ||b_j||``.
+def normwise_entries(na: Normwise, nb: Normwise, s, t, R, g2, ratio, bound=None) -> np.ndarray:
+    """Per entry: ``ratio`` (b, m, n) of the fast-mode bound to ``u ||a_i|| ||b_j||``.
 
-    ``bound`` (m, n), when given, receives the absolute error bound without the
-    final rounding ``u |(AB)_ij|`` (added by the caller once ``C`` is known):
+    ``bound`` (b, m, n), when given, receives the absolute error bound without
+    the final rounding ``u |(AB)_ij|`` (added by the caller once ``C`` is known):
     ``(1 + u)(T_ij + 2**-(s_i+t_j) R) + 2 g ||a_i|| ||b_j|| + 2**-1075``, each term
     an upper bound computed with ``ldexp`` on the normalised sums, the whole
     multiplied by the safety factor and raised by four smallest subnormals (the
-    underflow of each term's ``ldexp``). Returns the number of entries above 1.
+    underflow of each term's ``ldexp``). Zero lines give 0. Returns the number
+    of entries above 1 per slice.
     """
-    ratio[...] = 0.0
-    if bound is not None:
-        bound[...] = 0.0
-    if na.zero.all() or nb.zero.all():
-        return 0
-    ia, jb = np.flatnonzero(~na.zero), np.flatnonzero(~nb.zero)
-    x, alpha, Ea, lo_a = na.terms(s)
-    y, beta, Eb, lo_b = nb.terms(t)
+    x, alpha = na.terms(s)
+    y, beta = nb.terms(t)
+    live = (~na.zero)[:, :, None] & (~nb.zero)[:, None, :]
+    Ra, ga = R[:, None, None], g2[:, None, None]
+    Ea, Eb = na.E[:, :, None], nb.E[:, None, :]
     with np.errstate(over="ignore", invalid="ignore"):
-        r = (x[:, None] * beta[None, :] + alpha[:, None] * y[None, :]
-             + R * (x[:, None] * y[None, :]))
-        sub = _sub_ratio(Ea[:, None], lo_a[:, None], Eb[None, :], lo_b[None, :])
-        ratio[np.ix_(ia, jb)] = ((1 + U) * r + 2 * g2 + sub) * _SAFETY / U
+        r = (x[:, :, None] * beta[:, None, :] + alpha[:, :, None] * y[:, None, :]
+             + Ra * (x[:, :, None] * y[:, None, :]))
+        lo_a = np.where(na.zero, 1.0, na.lo2)[:, :, None]
+        lo_b = np.where(nb.zero, 1.0, nb.lo2)[:, None, :]
+        sub = _sub_ratio(Ea, lo_a, Eb, lo_b)
+        ratio[...] = np.where(live, ((1 + U) * r + 2 * ga + sub) * _SAFETY / U, 0.0)
         if bound is not None:
-            sa, tb = s[ia].astype(np.int64), t[jb].astype(np.int64)
-            T = (np.ldexp(nb.hi1[jb][None, :], Eb[None, :] - sa[:, None])
-                 + np.ldexp(na.hi1[ia][:, None], Ea[:, None] - tb[None, :]))
-            rec = np.ldexp(R, -(sa[:, None] + tb[None, :]))
-            big = 2 * g2 * np.ldexp(na.hi2[ia][:, None] * nb.hi2[jb][None, :],
-                                    Ea[:, None] + Eb[None, :])
-            bound[np.ix_(ia, jb)] = (((1 + U) * (T + rec) + big + 2.0 ** -1075) * _SAFETY
-                                     + 4 * 5e-324)
-    return int((ratio > 1).sum())
+            sa, tb = s[:, :, None].astype(np.int64), t[:, None, :].astype(np.int64)
+            T = (np.ldexp(nb.hi1[:, None, :], Eb - sa) + np.ldexp(na.hi1[:, :, None], Ea - tb))
+            rec = np.ldexp(Ra, -(sa + tb))
+            big = 2 * ga * np.ldexp(na.hi2[:, :, None] * nb.hi2[:, None, :], Ea + Eb)
+            bound[...] = np.where(live, ((1 + U) * (T + rec) + big + 2.0 ** -1075) * _SAFETY
+                                  + 4 * 5e-324, 0.0)
+    return (ratio > 1).sum(axis=(1, 2))
 
 
-def choose_count(evaluate, scheme: str, start: int, down: bool = True) -> Certificate:
-    """Smallest count whose certificate holds, searching from ``start``.
-
-    ``evaluate(n) -> Certificate``; the bound decreases with the count (the
-    shifts only grow with ``P``), so the search walks down while certified and
-    up while not. Returns the certificate of the largest count when none holds.
-    """
-    top = max_moduli(scheme)
-    n = min(max(start, MIN_MODULI), top)
-    cert = evaluate(n)
-    if cert.uncertified == 0:
-        while down and n > MIN_MODULI:
-            lower = evaluate(n - 1)
-            if lower.uncertified:
-                break
-            n, cert = n - 1, lower
-        return cert
-    while cert.uncertified and n < top:
-        n += 1
-        cert = evaluate(n)
-    return cert
-
-
-def explain(cert, mask, scheme, mode):
+def explain(decision, scheme: str, mode: str, stacked: bool = False) -> str:
     """Message for ``fallback="raise"``: how many bits were missing, and where."""
-    plan = crt_plan(scheme, cert.num_moduli)
+    g = int(np.argmax(decision.max_ratio))
+    count = int(decision.counts[g])
+    worst = float(decision.max_ratio[g])
+    plan = crt_plan(scheme, count)
     where = ""
-    if mask is not None:
-        i, j = np.argwhere(mask)[0]
-        where = f"; the first is C[{i}, {j}]"
-    if np.isfinite(cert.max_ratio):
+    if decision.mask is not None and decision.mask.any():
+        gg, i, j = np.argwhere(decision.mask)[0]
+        where = f"; the first is C[{gg}, {i}, {j}]" if stacked else f"; the first is C[{i}, {j}]"
+    if np.isfinite(worst):
         # each extra bit of both shifts halves the bound: 2 bits of P per bit
-        need = f"about {2 * np.log2(cert.max_ratio):.0f} more bits of P"
+        need = f"about {2 * np.log2(worst):.0f} more bits of P"
     else:
         need = "a nonzero lower bound of |A||B| (structural cancellation or a wide exponent spread)"
-    return (f"{cert.uncertified} entries cannot be certified ({cert.kind} bound, {mode} mode) "
-            f"with {cert.num_moduli} {scheme} moduli ({plan.log2_P:.0f} bits of P); the worst "
-            f"bound is {cert.max_ratio:.3g} times the target, needing {need}{where}. "
+    return (f"{int(decision.uncertified.sum())} entries cannot be certified ({decision.kind} "
+            f"bound, {mode} mode) with {count} {scheme} moduli ({plan.log2_P:.0f} bits of P); "
+            f"the worst bound is {worst:.3g} times the target, needing {need}{where}. "
             "Use fallback='exact' or 'none', or another scheme.")

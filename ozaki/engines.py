@@ -42,6 +42,8 @@ class Engine:
     accumulator_max: int = 0
     #: Schemes whose operands (residues or FP8 digits) this engine takes.
     schemes: tuple[str, ...] = ()
+    #: The scheme ``scheme="auto"`` picks on this engine: its own unit's.
+    preferred_scheme: str = ""
 
     def __init__(self, max_kblock: int | None = None):
         if max_kblock is not None and (not isinstance(max_kblock, (int, np.integer))
@@ -78,18 +80,20 @@ class Engine:
 
     def matmul(self, X: np.ndarray, Y: np.ndarray, amax: int, bmax: int,
                out: np.ndarray | None = None) -> np.ndarray:
-        """Exact ``X @ Y`` for integer-valued FP64 ``X`` (m, k), ``Y`` (k, n).
+        """Exact ``X @ Y`` for integer-valued ``X`` (..., m, k), ``Y`` (..., k, n).
 
+        Stacks broadcast as in ``np.matmul`` (one batched GEMM per block).
         ``amax``, ``bmax`` bound ``|X|`` and ``|Y|``; the caller guarantees
         ``k * amax * bmax <= 2**53`` (or a tighter data-dependent bound).
-        Returns FP64 (m, n), written into ``out`` when given.
+        Returns FP64 (..., m, n), written into ``out`` when given.
         """
         if amax > self.operand_max or bmax > self.operand_max:
             raise ValueError(f"engine {self.name!r} takes operands up to "
                              f"{self.operand_max}, got {max(amax, bmax)}")
-        blocks = self.blocks(X.shape[1], amax, bmax)
+        blocks = self.blocks(X.shape[-1], amax, bmax)
         if out is None:
-            out = np.empty((X.shape[0], Y.shape[1]))
+            lead = np.broadcast_shapes(X.shape[:-2], Y.shape[:-2])
+            out = np.empty(lead + (X.shape[-2], Y.shape[-1]))
         if len(blocks) == 1:
             self._block(X, Y, out, blocks[0][1])
             return out
@@ -97,7 +101,7 @@ class Engine:
         start = 0
         for length, bound in blocks:
             blk = slice(start, start + length)
-            self._block(X[:, blk], Y[blk, :], part if start else out, bound)
+            self._block(X[..., blk], Y[..., blk, :], part if start else out, bound)
             if start:
                 out += part  # exact: the caller's bound covers the whole sum
             start += length
@@ -121,6 +125,7 @@ class BlasEngine(Engine):
     operand_max = 2 ** 26
     accumulator_max = 2 ** 53
     schemes = ("int8", "fp8", "fp64")
+    preferred_scheme = "fp64"  # the fast path on FP64 BLAS
 
     #: Blocks whose exact bound is at most this run in FP32: every partial sum is
     #: then an integer of magnitude at most ``2**24``, which FP32 represents.
@@ -153,6 +158,7 @@ class FP8Engine(Engine):
     operand_max = 16
     accumulator_max = 2 ** 24
     schemes = ("fp8",)
+    preferred_scheme = "fp8"
 
     def available(self) -> bool:
         try:
@@ -185,6 +191,7 @@ class Int8Engine(Engine):
     operand_max = 128
     accumulator_max = 2 ** 31 - 1
     schemes = ("int8", "fp8")
+    preferred_scheme = "int8"
 
     @staticmethod
     def _to_int8(X):
@@ -216,11 +223,15 @@ def available_engines() -> list[str]:
     return [name for name, cls in ENGINES.items() if cls().available()]
 
 
-def get_engine(engine: str | Engine | None, scheme: str) -> Engine:
-    """Resolve ``engine`` (a name, an :class:`Engine`, or ``None``/``"auto"``)."""
+def get_engine(engine: str | Engine | None, scheme: str | None = None) -> Engine:
+    """Resolve ``engine`` (a name, an :class:`Engine`, or ``None``/``"auto"``).
+
+    ``scheme`` (``None`` or ``"auto"``: the engine's :attr:`~Engine.preferred_scheme`)
+    must be one the engine runs.
+    """
     if engine is None or (isinstance(engine, str) and engine == "auto"):
-        return BlasEngine()
-    if isinstance(engine, Engine):
+        eng = BlasEngine()
+    elif isinstance(engine, Engine):
         eng = engine
     elif isinstance(engine, str) and engine in ENGINES:
         eng = ENGINES[engine]()
@@ -229,7 +240,7 @@ def get_engine(engine: str | Engine | None, scheme: str) -> Engine:
                          f"ozaki.engines.Engine, got {engine!r}")
     if not eng.available():
         raise ValueError(f"engine {eng.name!r} is not available on this machine")
-    if scheme not in eng.schemes:
+    if scheme not in (None, "auto") and scheme not in eng.schemes:
         raise ValueError(f"engine {eng.name!r} does not run scheme {scheme!r} "
                          f"(it runs {', '.join(eng.schemes)})")
     return eng

@@ -21,6 +21,10 @@ class OzakiInfo:
     ----------
     scheme, mode, engine : str
     num_moduli : int
+        Moduli used (for a stack: the largest count of its slices).
+    slice_moduli : ndarray of int or None
+        Per-slice counts of a stacked call (the batch's shape; one entry for a
+        single product).
     moduli_version : int
         Version of the moduli tables (results are reproducible per version).
     gemms : int
@@ -76,6 +80,7 @@ class OzakiInfo:
     exact_entries: int = 0
     refined_block: tuple[int, int] = (0, 0)
     error_bound: np.ndarray | None = field(default=None, repr=False)
+    slice_moduli: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def certified(self) -> bool:

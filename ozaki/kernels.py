@@ -145,45 +145,50 @@ def _truncated(mant, E):
 def absmax_bits(X, axis):
     """Largest ``|x|`` bits over finite entries along rows (axis 0) or columns (1).
 
-    Returns ``(maxbits, nonfinite, nonzeros)``: the int64 bit pattern of the
-    largest finite magnitude (0 if none), a flag for any Inf or NaN, and the
-    number of finite nonzero entries.
+    ``X`` is a stack (b, r, c) of bit patterns; the lines are its rows (axis 0,
+    output shape (b, r)) or its columns (axis 1, output (b, c)). Returns
+    ``(maxbits, nonfinite, nonzeros)``: the int64 bit pattern of the largest
+    finite magnitude (0 if none), a flag for any Inf or NaN, and the number of
+    finite nonzero entries: integer maxima and counts, exact in any order.
     """
-    m, k = X.shape
+    b, m, k = X.shape
     n_out = m if axis == 0 else k
-    best = np.zeros(n_out, np.int64)
-    bad = np.zeros(n_out, np.bool_)
-    nnz = np.zeros(n_out, np.int64)
+    best = np.zeros((b, n_out), np.int64)
+    bad = np.zeros((b, n_out), np.bool_)
+    nnz = np.zeros((b, n_out), np.int64)
     if axis == 0:
-        for i in nb.prange(m):
-            b = 0
+        for gi in nb.prange(b * m):
+            g = gi // m
+            i = gi - g * m
+            bb = 0
             f = False
             c = 0
             for j in range(k):
-                a = X[i, j] & 0x7FFFFFFFFFFFFFFF
+                a = X[g, i, j] & 0x7FFFFFFFFFFFFFFF
                 if a >= 0x7FF0000000000000:
                     f = True
                 elif a > 0:
                     c += 1
-                    if a > b:
-                        b = a
-            best[i] = b
-            bad[i] = f
-            nnz[i] = c
+                    if a > bb:
+                        bb = a
+            best[g, i] = bb
+            bad[g, i] = f
+            nnz[g, i] = c
     else:
         nchunks = (k + 255) // 256
-        for c in nb.prange(nchunks):
-            j0 = c * 256
+        for gc in nb.prange(b * nchunks):
+            g = gc // nchunks
+            j0 = (gc - g * nchunks) * 256
             j1 = min(k, j0 + 256)
             for i in range(m):
                 for j in range(j0, j1):
-                    a = X[i, j] & 0x7FFFFFFFFFFFFFFF
+                    a = X[g, i, j] & 0x7FFFFFFFFFFFFFFF
                     if a >= 0x7FF0000000000000:
-                        bad[j] = True
+                        bad[g, j] = True
                     elif a > 0:
-                        nnz[j] += 1
-                        if a > best[j]:
-                            best[j] = a
+                        nnz[g, j] += 1
+                        if a > best[g, j]:
+                            best[g, j] = a
     return best, bad, nnz
 
 
@@ -205,9 +210,11 @@ def smod_short(y, p, pinv):
 
 @nb.njit(parallel=True, cache=_CACHE)
 def residues(X, srow, scol, p, pinv, pow2mod, out):
-    """``out[i, j] = smod(trunc(x_ij * 2**(srow[i] + scol[j])), p)``, exactly.
+    """``out[g, i, j] = smod(trunc(x_gij * 2**(srow[g, i] + scol[g, j])), p)``, exactly.
 
-    The scaled value is ``mant * 2**E``. Its truncation is ``m * 2**E'`` with
+    ``X`` (bx, r, c) are bit patterns; ``bx`` is 1 (one operand shared by the
+    ``b`` slices of ``out``, each slice with its own shifts) or ``b``. The
+    scaled value is ``mant * 2**E``. Its truncation is ``m * 2**E'`` with
     ``m = mant >> max(-E, 0)`` (exact integer shift) and ``E' = max(E, 0)``.
     Splitting ``m = mh 2**26 + ml`` (``mh < 2**27``, ``ml < 2**26``),
     ``m 2**E' == mh (2**(E'+26) mod p) + ml (2**E' mod p)  (mod p)``, a sum below
@@ -215,12 +222,16 @@ def residues(X, srow, scol, p, pinv, pow2mod, out):
     so the loop vectorises. Non-finite entries give 0 (their semantics are
     applied separately). ``pow2mod[e] == 2**e mod p`` must cover ``E' + 26``.
     """
-    m, k = X.shape
+    b, m, k = out.shape
+    bx = X.shape[0]
     hi = np.floor((p - 1.0) * 0.5)
-    for i in nb.prange(m):
-        si = srow[i]
+    for gi in nb.prange(b * m):
+        g = gi // m
+        i = gi - g * m
+        gx = min(g, bx - 1)
+        si = srow[g, i]
         for j in range(k):
-            x = X[i, j]
+            x = X[gx, i, j]
             ex = (x >> 52) & 0x7FF
             mant = x & _MANT
             if ex > 0:
@@ -228,7 +239,7 @@ def residues(X, srow, scol, p, pinv, pow2mod, out):
             if ex == 0x7FF:  # Inf/NaN: a zero that keeps E inside the tables
                 mant = 0
                 ex = 1
-            E = max(ex, 1) - 1075 + si + scol[j]
+            E = max(ex, 1) - 1075 + si + scol[g, j]
             mt = mant >> min(max(-E, 0), 63)
             Ep = max(E, 0)
             y = float(mt >> 26) * pow2mod[Ep + 26] + float(mt & 0x3FFFFFF) * pow2mod[Ep]
@@ -237,81 +248,89 @@ def residues(X, srow, scol, p, pinv, pow2mod, out):
                 r = -r
                 if r > hi:
                     r -= p
-            out[i, j] = r
+            out[g, i, j] = r
 
 
 @nb.njit(parallel=True, cache=_CACHE)
 def quantize_down(X, srow, scol, out):
-    """``out[i, j] = floor(|x_ij| * 2**(srow[i] + scol[j]))`` exactly (non-finite -> 0).
+    """``out[g, i, j] = floor(|x_gij| * 2**(srow[g, i] + scol[g, j]))`` exactly (non-finite -> 0).
 
     The floor of ``mant * 2**E`` is the integer shift ``mant >> -E`` (``E < 0``)
     or ``mant << E``; the caller picks the shifts so that every result is below
-    ``2**20``.
+    ``2**20``. ``X`` (bx, r, c) with ``bx`` 1 or ``b`` as for :func:`residues`.
     """
-    m, k = X.shape
-    for i in nb.prange(m):
-        si = srow[i]
+    b, m, k = out.shape
+    bx = X.shape[0]
+    for gi in nb.prange(b * m):
+        g = gi // m
+        i = gi - g * m
+        gx = min(g, bx - 1)
+        si = srow[g, i]
         for j in range(k):
-            x = X[i, j]
+            x = X[gx, i, j]
             if (x & 0x7FF0000000000000) == 0x7FF0000000000000:
-                out[i, j] = 0.0
+                out[g, i, j] = 0.0
                 continue
             mant, ex = _unpack(x)
-            E = ex + si + scol[j]
+            E = ex + si + scol[g, j]
             if E >= 0:
-                out[i, j] = float(mant << E)
+                out[g, i, j] = float(mant << E)
             else:
-                out[i, j] = float(_truncated(mant, E))
+                out[g, i, j] = float(_truncated(mant, E))
 
 
 @nb.njit(inline="always")
-def _normalized(x, E):
-    """``|x| * 2**-E`` for the line exponent ``E`` (``|x| < 2**E``); 0 below ``2**-500``."""
+def _floor_scaled(x, E):
+    """``floor(|x| 2**E)`` for a finite double's bits ``x`` (``|x| 2**E < 2**62``)."""
     mant, ex = _unpack(x)
-    d = ex - E
-    if d < -553:
-        return 0.0
-    return float(mant) * POW2[d + 1022]
+    d = ex + E
+    if d >= 0:
+        return mant << d
+    return _truncated(mant, d)
 
 
 @nb.njit(parallel=True, cache=_CACHE)
-def norms_normalized(X, E, axis):
-    """Sums of ``(x 2**-E)**2`` and of ``|x| 2**-E`` along rows (axis 0) or columns (1).
+def norm_sums(X, shift, axis):
+    """Exact integer sums of floors ``F = floor(|x| 2**shift)`` along rows (0) or columns (1).
 
-    ``E`` holds one exponent per row (or column). Sums run in index order, one
-    thread per row or column chunk, so the result does not depend on the thread
-    count. Non-finite entries are skipped; terms below ``2**-500`` are dropped
-    (the caller's upper bounds add ``k * 2**-500``).
+    ``shift`` holds one exponent per line, shape (b, lines), chosen by the
+    caller so that every ``F < 2**h`` with ``lines' length * 2**(2h) < 2**62``.
+    Returns ``(S2, S1)`` as int64 (b, lines): ``S2 = sum F**2`` and ``S1 = sum F``,
+    exact integers (no rounding, so any order and any partition of the line
+    gives the same sums). Non-finite entries are skipped.
     """
-    m, k = X.shape
+    b, m, k = X.shape
     n_out = m if axis == 0 else k
-    sq = np.zeros(n_out)
-    ab = np.zeros(n_out)
+    s2 = np.zeros((b, n_out), np.int64)
+    s1 = np.zeros((b, n_out), np.int64)
     if axis == 0:
-        for i in nb.prange(m):
-            s2 = 0.0
-            s1 = 0.0
+        for gi in nb.prange(b * m):
+            g = gi // m
+            i = gi - g * m
+            a2 = 0
+            a1 = 0
             for j in range(k):
-                x = X[i, j]
+                x = X[g, i, j]
                 if (x & 0x7FF0000000000000) != 0x7FF0000000000000:
-                    v = _normalized(x, E[i])
-                    s2 += v * v
-                    s1 += v
-            sq[i] = s2
-            ab[i] = s1
+                    f = _floor_scaled(x, shift[g, i])
+                    a2 += f * f
+                    a1 += f
+            s2[g, i] = a2
+            s1[g, i] = a1
     else:
         nchunks = (k + 255) // 256
-        for c in nb.prange(nchunks):
-            j0 = c * 256
+        for gc in nb.prange(b * nchunks):
+            g = gc // nchunks
+            j0 = (gc - g * nchunks) * 256
             j1 = min(k, j0 + 256)
             for i in range(m):
                 for j in range(j0, j1):
-                    x = X[i, j]
+                    x = X[g, i, j]
                     if (x & 0x7FF0000000000000) != 0x7FF0000000000000:
-                        v = _normalized(x, E[j])
-                        sq[j] += v * v
-                        ab[j] += v
-    return sq, ab
+                        f = _floor_scaled(x, shift[g, j])
+                        s2[g, j] += f * f
+                        s1[g, j] += f
+    return s2, s1
 
 
 @nb.njit(parallel=True, cache=_CACHE)
@@ -345,6 +364,33 @@ def store_residues(prod, p, pinv, c26, out):
             out[i, j] = smod(prod[i, j], p, pinv, c26)
 
 
+@nb.njit(parallel=True, cache=_CACHE)
+def add_residues(x, y, p, pinv, c26, out):
+    """``out = smod(x + y, p)``: ``|x + y| <= p - 1``, exact."""
+    m, n = out.shape
+    for i in nb.prange(m):
+        for j in range(n):
+            out[i, j] = smod(x[i, j] + y[i, j], p, pinv, c26)
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def complex_residues(p1, p2, p3, p, pinv, c26, out_re, out_im):
+    """Gauss/Karatsuba combination of three exact modular products.
+
+    ``P1 = Ar Br``, ``P2 = Ai Bi``, ``P3 = (Ar + Ai)(Br + Bi)`` (integers up to
+    ``2**53``) are reduced first, so every sum below is of residues
+    (``|r| <= p/2``) and exact: ``Re = smod(r1 - r2)``, ``Im = smod(r3 - r1 - r2)``.
+    """
+    m, n = out_re.shape
+    for i in nb.prange(m):
+        for j in range(n):
+            r1 = smod(p1[i, j], p, pinv, c26)
+            r2 = smod(p2[i, j], p, pinv, c26)
+            r3 = smod(p3[i, j], p, pinv, c26)
+            out_re[i, j] = smod(r1 - r2, p, pinv, c26)
+            out_im[i, j] = smod(r3 - r1 - r2, p, pinv, c26)
+
+
 @nb.njit(inline="always")
 def ldexp(y, e):
     """``y * 2**e`` rounded once, for integer-valued ``|y| < 2**960``.
@@ -365,9 +411,9 @@ def ldexp(y, e):
 
 @nb.njit(parallel=True, cache=_CACHE)
 def reconstruct(R, W, p_levels, p_inv, srow, scol, out):
-    """CRT: ``out[i, j] = (C'_ij, symmetric mod P) * 2**-(srow[i] + scol[j])``.
+    """CRT: ``out[g, i, j] = (C'_gij, symmetric mod P) * 2**-(srow[g, i] + scol[g, j])``.
 
-    ``R`` (N, m, n) holds the residues ``C_t`` of the N modular products and
+    ``R`` (N, b, m, n) holds the residues ``C_t`` of the N modular products and
     ``W`` (N, L) the exact level parts of the CRT weights. Per entry, in
     registers and in a fixed order: ``S_l = sum_t W[t, l] C_t`` (exact, see
     :mod:`ozaki.moduli`), ``q = rint(sum_l S_l / P)`` (exact thanks to the range
@@ -378,15 +424,17 @@ def reconstruct(R, W, p_levels, p_inv, srow, scol, out):
     rounds once more only when the result is subnormal.
     """
     N, L = W.shape
-    m, n = out.shape
-    for i in nb.prange(m):
-        si = srow[i]
+    b, m, n = out.shape
+    for gi in nb.prange(b * m):
+        g = gi // m
+        i = gi - g * m
+        si = srow[g, i]
         S = np.zeros((L, n))  # one row of level sums: contiguous, vectorised loops
         for t in range(N):
             for lv in range(L):
                 w = W[t, lv]
                 for j in range(n):
-                    S[lv, j] += w * float(R[t, i, j])
+                    S[lv, j] += w * float(R[t, g, i, j])
         # The same arithmetic per entry, written as loops over j (vectorised).
         q = np.zeros(n)
         for lv in range(L):
@@ -406,51 +454,54 @@ def reconstruct(R, W, p_levels, p_inv, srow, scol, out):
                 lo[j] += (hi[j] - (s - bb)) + (d - bb)
                 hi[j] = s
         for j in range(n):
-            out[i, j] = ldexp(hi[j] + lo[j], -(si + scol[j]))
+            out[g, i, j] = ldexp(hi[j] + lo[j], -(si + scol[g, j]))
 
 
 @nb.njit(inline="always")
-def upper(G, rF, cF, nA, nB, i, j):
-    """Upper bound of ``sum_l alpha_il beta_lj`` from the floor GEMM ``G``.
+def upper(G, rF, cF, nA, nB, g, i, j):
+    """Upper bound of ``sum_l alpha_il beta_lj`` (slice ``g``) from the floor GEMM ``G``.
 
     With ``alpha = F + phi`` (``F = floor(alpha)``, ``0 <= phi < 1``, ``phi = 0``
     where ``a = 0``): ``alpha beta <= F_a F_b + F_a [b != 0] + [a != 0] F_b +
     [a != 0][b != 0]``, summed: ``G + rF_i + cF_j + min(nA_i, nB_j)``
     (row and column sums of the floors, and nonzero counts). Exact integers.
     """
-    if nA[i] == 0 or nB[j] == 0:
+    if nA[g, i] == 0 or nB[g, j] == 0:
         return 0.0
-    return G[i, j] + rF[i] + cF[j] + float(min(nA[i], nB[j]))
+    return G[g, i, j] + rF[g, i] + cF[g, j] + float(min(nA[g, i], nB[g, j]))
 
 
 @nb.njit(parallel=True, cache=_CACHE)
 def upper_rowmax(G, rF, cF, nA, nB):
-    """``max_j upper_ij`` per row (exact; integer maxima)."""
-    m, n = G.shape
-    out = np.zeros(m)
-    for i in nb.prange(m):
+    """``max_j upper_gij`` per row, shape (b, m) (exact; integer maxima)."""
+    b, m, n = G.shape
+    out = np.zeros((b, m))
+    for gi in nb.prange(b * m):
+        g = gi // m
+        i = gi - g * m
         best = 0.0
         for j in range(n):
-            v = upper(G, rF, cF, nA, nB, i, j)
+            v = upper(G, rF, cF, nA, nB, g, i, j)
             if v > best:
                 best = v
-        out[i] = best
+        out[g, i] = best
     return out
 
 
 @nb.njit(parallel=True, cache=_CACHE)
 def upper_scaled_colmax(G, rF, cF, nA, nB, sigma):
-    """``max_i upper_ij * 2**sigma[i]`` per column; exact (power-of-two scaling)."""
-    m, n = G.shape
-    out = np.zeros(n)
+    """``max_i upper_gij * 2**sigma[g, i]`` per column, shape (b, n); exact (powers of two)."""
+    b, m, n = G.shape
+    out = np.zeros((b, n))
     nchunks = (n + 255) // 256
-    for c in nb.prange(nchunks):
-        j0 = c * 256
+    for gc in nb.prange(b * nchunks):
+        g = gc // nchunks
+        j0 = (gc - g * nchunks) * 256
         j1 = min(n, j0 + 256)
         for i in range(m):
-            f = POW2[sigma[i] + 1022]
+            f = POW2[sigma[g, i] + 1022]
             for j in range(j0, j1):
-                v = upper(G, rF, cF, nA, nB, i, j) * f
-                if v > out[j]:
-                    out[j] = v
+                v = upper(G, rF, cF, nA, nB, g, i, j) * f
+                if v > out[g, j]:
+                    out[g, j] = v
     return out

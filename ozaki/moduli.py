@@ -41,7 +41,8 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["MODULI_VERSION", "MODULI", "SCHEMES", "CRTPlan", "crt_plan", "fp64_kblock"]
+__all__ = ["MODULI_VERSION", "MODULI", "SCHEMES", "CRTPlan", "crt_plan", "plan_terms",
+           "fp64_kblock"]
 
 MODULI_VERSION = 1
 
@@ -214,6 +215,16 @@ def crt_plan(scheme: str, num_moduli: int) -> CRTPlan:
     rounding = gamma ** 2 * Fraction(151, 100) * (rho + 1) * 2 ** g_top
     return CRTPlan(scheme, moduli, P, Hf, rho, b, weights, p_levels, 1.0 / P, tail_f,
                    _up(rounding), _up(gamma ** 2))
+
+
+def plan_terms(scheme: str, counts: np.ndarray):
+    """Per-slice CRT constants ``(H, R, g2)`` (each (b,)) for the counts ``counts`` (b,)."""
+    counts = np.asarray(counts, np.int64)
+    table = np.zeros((3, max_moduli(scheme) + 1))
+    for n in np.unique(counts):
+        plan = crt_plan(scheme, int(n))
+        table[:, n] = plan.H, plan.rounding, plan.gamma2
+    return table[0][counts], table[1][counts], table[2][counts]
 
 
 def _up(x: Fraction) -> float:

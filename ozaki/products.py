@@ -26,11 +26,11 @@ import math
 
 import numpy as np
 
-from . import kernels
 from .engines import Engine
 
 __all__ = ["square_digits", "karatsuba_digits", "uses_digits", "gemms_per_modulus",
-           "modular_product", "modular_constants", "product_kblock", "product_calls"]
+           "modular_product", "complex_product", "product_kblock", "product_calls",
+           "exact_gemms"]
 
 _DIGIT_KBLOCK = 2 ** 36
 
@@ -57,11 +57,6 @@ def uses_digits(engine: Engine, p: int) -> bool:
 def gemms_per_modulus(engine: Engine, p: int) -> int:
     """Low-precision GEMMs that one modular product costs on ``engine``."""
     return 3 if uses_digits(engine, p) else 1
-
-
-def modular_constants(p: int) -> tuple[float, float, float]:
-    """``(p, fl(1/p), 2**26 mod p)`` as floats, the arguments of :func:`ozaki.kernels.smod`."""
-    return float(p), 1.0 / p, float(pow(2, 26, p))
 
 
 def _digit_product(engine, ra, rb, p, out):
@@ -101,25 +96,28 @@ def product_calls(engine: Engine, p: int, k: int) -> list[tuple[int, int, int]]:
     return [(length, h, h) for length in lengths for _ in range(per)]
 
 
-def modular_product(engine: Engine, ra: np.ndarray, rb: np.ndarray, p: int,
-                    out: np.ndarray, block: np.ndarray | None = None) -> np.ndarray:
+def modular_product(backend, engine: Engine, ra: np.ndarray, rb: np.ndarray, p: int,
+                    out: np.ndarray | None = None) -> np.ndarray:
     """Integer matrix congruent to ``ra @ rb`` mod ``p``, entries at most ``2**53``.
 
     Parameters
     ----------
+    backend : the backend whose passes reduce k-blocks
     engine : Engine
-    ra, rb : ndarray, shapes (m, k) and (k, n)
-        Symmetric residues mod ``p`` (FP64, integer-valued).
+    ra, rb : ndarray, shapes (..., m, k) and (..., k, n)
+        Symmetric residues mod ``p`` (FP64, integer-valued); stacks broadcast as
+        in ``np.matmul`` (one batched GEMM).
     p : int
-    out : ndarray, shape (m, n)
+    out : ndarray, shape (..., m, n), optional
         Receives the result.
-    block : ndarray, shape (m, n), optional
-        Scratch for k-blocking (needed when ``k`` exceeds one exact block).
     """
-    k = ra.shape[1]
+    k = ra.shape[-1]
     h = p // 2
     digits = uses_digits(engine, p)
     kb = product_kblock(engine, p)
+    if out is None:
+        lead = np.broadcast_shapes(ra.shape[:-2], rb.shape[:-2])
+        out = np.empty(lead + (ra.shape[-2], rb.shape[-1]))
 
     def one(x, y, dst):
         if digits:
@@ -128,12 +126,70 @@ def modular_product(engine: Engine, ra: np.ndarray, rb: np.ndarray, p: int,
 
     if k <= kb:
         return one(ra, rb, out)
-    if block is None:
-        block = np.empty_like(out)
-    pf, pinv, c26 = modular_constants(p)
+    block = np.empty_like(out)
     for n_blk, start in enumerate(range(0, k, kb)):
         blk = slice(start, min(k, start + kb))
-        one(ra[:, blk], rb[blk, :], block)
-        with kernels.LOCK:
-            kernels.reduce_into(out, block, pf, pinv, c26, n_blk == 0)
+        one(ra[..., blk], rb[..., blk, :], block)
+        backend.reduce_into(out, block, p, n_blk == 0)
     return out
+
+
+def complex_product(backend, engine: Engine, ra: np.ndarray, rb: np.ndarray, p: int):
+    """Gauss's three modular products of a complex product, from the real embedding.
+
+    ``ra`` (b, m, 2k) holds the residues of ``[Ar, Ai]``, ``rb`` (b, 2k, n) those
+    of ``[Br; Bi]``. Returns ``(P1, P2, P3)`` congruent to ``Ar Br``, ``Ai Bi`` and
+    ``(Ar + Ai)(Br + Bi)`` mod ``p`` (the sums reduced to symmetric residues
+    first, so each product has the range of a real one): ``Re = P1 - P2`` and
+    ``Im = P3 - P1 - P2`` (mod ``p``), three products instead of four, exact in
+    residue arithmetic because real and imaginary parts share their shifts.
+    """
+    k = ra.shape[-1] // 2
+    ar, ai = ra[..., :k], ra[..., k:]
+    br, bi = rb[..., :k, :], rb[..., k:, :]
+    sa = backend.add_mod(ar, ai, p, np.empty(ar.shape))
+    sb = backend.add_mod(br, bi, p, np.empty(br.shape))
+    return (modular_product(backend, engine, ar, br, p),
+            modular_product(backend, engine, ai, bi, p),
+            modular_product(backend, engine, sa, sb, p))
+
+
+def exact_gemms(k: int, *, scheme: str = "fp64", num_moduli: int = 6, mode: str = "fast",
+                engine: str | Engine | None = None) -> list[tuple[int, int, int]]:
+    """The exact GEMMs one ``dgemm`` call runs at a given count, before any refinement.
+
+    Parameters
+    ----------
+    k : int
+        Inner dimension.
+    scheme, mode, engine
+        As for :func:`dgemm` (``scheme="auto"`` resolves as there).
+    num_moduli : int
+        The count N the call settled on (``info.num_moduli``).
+
+    Returns
+    -------
+    list of (k_call, amax, bmax)
+        One entry per ``engine.matmul`` call: its inner dimension and operand
+        bounds (:meth:`~ozaki.engines.Engine.blocks` gives its exact blocks). In
+        accurate mode the first is the bound GEMM; then, modulus by modulus, the
+        products (k-blocked, FP8 digits: three per block). The data-dependent
+        refinement (two FP64 GEMMs on a failing block, ``info.refined_block``) is
+        not included. The entries of one modulus's k-blocks together count as
+        :func:`~ozaki.products.gemms_per_modulus` GEMMs in ``info.gemms``.
+    """
+    if not isinstance(k, (int, np.integer)) or k < 0:
+        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    from .arguments import resolve
+    scheme, num_moduli, mode, eng = resolve(scheme, num_moduli, mode, engine)
+    if num_moduli == "auto":
+        raise ValueError("num_moduli must be the count a call used (info.num_moduli), not 'auto'")
+    calls = []
+    if mode == "accurate":
+        from .scaling import quantization_bits
+        q = 2 ** quantization_bits(scheme, k) - 1
+        calls.append((int(k), q, q))
+    from .moduli import MODULI
+    for p in MODULI[scheme][:num_moduli]:
+        calls += product_calls(eng, p, int(k))
+    return calls

@@ -21,9 +21,10 @@ Since ``(|A||B|)_ij <= 2**-(e_i + f_j) U_ij``, the shifts ``s = e + sigma``,
 for the symmetric ``tau``) and then ``tau_j`` the largest with
 ``max_i 2**(sigma_i + tau_j) U_ij <= H``, which is at least the symmetric one.
 
-*fast*: Cauchy-Schwarz, ``|A'B'|_ij <= ||a'_i||_2 ||b'_j||_2``. With the
-normalised squared norms ``n_i >= ||a_i 2**-E_i||^2`` (fixed-order sums, rounded
-up), ``s_i = sigma_i - E_i`` with ``2**(2 sigma_i) n_i <= H``. Scaling a row by
+*fast*: Cauchy-Schwarz, ``|A'B'|_ij <= ||a'_i||_2 ||b'_j||_2``. With upper
+bounds ``n_i >= ||a_i 2**-E_i||^2`` computed from exact integer sums of floored
+magnitudes (:func:`norm_bits`), ``s_i = sigma_i - E_i`` with
+``2**(2 sigma_i) n_i <= H``. Scaling a row by
 ``2**e`` shifts ``E_i`` by ``e`` and leaves ``n_i`` unchanged: the result scales
 exactly (the published fast-mode formula is not scale invariant).
 """
@@ -34,10 +35,9 @@ import math
 
 import numpy as np
 
-from . import kernels
 
-__all__ = ["exponents", "half_fit", "fit", "quantization_bits", "fast_shifts",
-           "accurate_quantizers", "accurate_extra_shifts"]
+__all__ = ["exponents", "half_fit", "fit", "quantization_bits", "norm_bits", "fast_shifts",
+           "accurate_quantizers"]
 
 #: log2 of the largest quantised magnitude the scheme's unit multiplies exactly:
 #: FP8 E4M3 holds the integers up to 16, INT8 up to 127 (64 keeps a margin).
@@ -60,24 +60,25 @@ def exponents(maxbits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return E, zero
 
 
-def half_fit(mu: np.ndarray, H: float) -> np.ndarray:
-    """Largest integer ``sigma`` with ``2**(2 sigma) mu <= H``, elementwise (0 where mu == 0).
+def _fit_exponent(x: np.ndarray, H) -> np.ndarray:
+    """Largest ``d`` with ``2**d x <= H`` for ``x > 0`` (``H`` broadcasts against ``x``).
 
-    With ``mu = m 2**a`` and ``H = h 2**c`` (``frexp``, exact), the condition is
-    ``2 sigma <= c - a`` when ``m <= h`` and ``2 sigma <= c - a - 1`` otherwise.
+    With ``x = m 2**a`` and ``H = h 2**c`` (``frexp``, exact), the condition is
+    ``d <= c - a`` when ``m <= h`` and ``d <= c - a - 1`` otherwise.
     """
-    mH, eH = math.frexp(H)
-    m, e = np.frexp(np.asarray(mu, dtype=np.float64))
-    d = eH - e.astype(np.int64) - (m > mH)
-    return np.where(mu > 0, d // 2, 0).astype(np.int64)
+    mH, eH = np.frexp(np.asarray(H, dtype=np.float64))
+    m, e = np.frexp(np.asarray(x, dtype=np.float64))
+    return eH.astype(np.int64) - e.astype(np.int64) - (m > mH)
 
 
-def fit(nu: np.ndarray, H: float) -> np.ndarray:
+def half_fit(mu: np.ndarray, H) -> np.ndarray:
+    """Largest integer ``sigma`` with ``2**(2 sigma) mu <= H``, elementwise (0 where mu == 0)."""
+    return np.where(mu > 0, _fit_exponent(mu, H) // 2, 0).astype(np.int64)
+
+
+def fit(nu: np.ndarray, H) -> np.ndarray:
     """Largest integer ``tau`` with ``2**tau nu <= H``, elementwise (0 where nu == 0)."""
-    mH, eH = math.frexp(H)
-    m, e = np.frexp(np.asarray(nu, dtype=np.float64))
-    d = eH - e.astype(np.int64) - (m > mH)
-    return np.where(nu > 0, d, 0).astype(np.int64)
+    return np.where(nu > 0, _fit_exponent(nu, H), 0).astype(np.int64)
 
 
 def quantization_bits(scheme: str, k: int) -> int:
@@ -92,17 +93,22 @@ def quantization_bits(scheme: str, k: int) -> int:
     return min(r, (53 - lk) // 2)
 
 
-def fast_shifts(E: np.ndarray, zero: np.ndarray, sumsq: np.ndarray, k: int,
-                H: float) -> np.ndarray:
-    """Fast-mode shifts ``s = sigma - E`` from normalised squared norms.
+def norm_bits(k: int) -> int:
+    """``h``: fast-mode magnitudes are floored to integers below ``2**h``.
 
-    ``sumsq`` are fixed-order FP64 sums of at most ``k`` squares below 1; the
-    factor ``1 + (k + 4) 2**-52`` and the term ``k 2**-1000`` (the squares of the
-    terms below ``2**-500`` that the kernel drops) make them upper bounds of the
-    exact sums.
+    The exact sums of their squares stay below ``k 2**(2h) <= 2**62`` (int64).
     """
-    upper = sumsq * (1.0 + (k + 4) * 2.0 ** -52) + k * 2.0 ** -1000
-    sigma = half_fit(np.where(zero, 0.0, upper), H)
+    lk = math.ceil(math.log2(max(k, 1)))
+    return max(1, min(20, (62 - lk) // 2))
+
+
+def fast_shifts(E: np.ndarray, zero: np.ndarray, upper2: np.ndarray, H) -> np.ndarray:
+    """Fast-mode shifts ``s = sigma - E`` from upper bounds of the normalised squared norms.
+
+    ``upper2 >= ||a_i 2**-E_i||_2**2`` (:class:`ozaki.decisions.Norms`), so
+    ``2**(2 sigma) upper2 <= H`` keeps ``||a'_i||_2 ||b'_j||_2 <= H``.
+    """
+    sigma = half_fit(np.where(zero, 0.0, upper2), H)
     return np.where(zero, 0, sigma - E).astype(np.int64)
 
 
@@ -111,12 +117,3 @@ def accurate_quantizers(E: np.ndarray, zero: np.ndarray, r: int) -> np.ndarray:
     return np.where(zero, 0, r - E).astype(np.int64)
 
 
-def accurate_extra_shifts(G: np.ndarray, rF: np.ndarray, cF: np.ndarray, nA: np.ndarray,
-                          nB: np.ndarray, H: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(sigma, tau)`` from the floor GEMM ``G`` (see module docstring);
-    the shifts are ``s = e + sigma``, ``t = f + tau``."""
-    with kernels.LOCK:
-        mu = kernels.upper_rowmax(G, rF, cF, nA, nB)
-        sigma = half_fit(mu, H)
-        nu = kernels.upper_scaled_colmax(G, rF, cF, nA, nB, sigma)
-    return sigma, fit(nu, H)

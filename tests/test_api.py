@@ -17,7 +17,8 @@ def AB(rng):
 
 
 def test_public_surface():
-    assert set(ozaki.__all__) == {"dgemm", "gemm", "available_engines", "workspace_bytes",
+    assert set(ozaki.__all__) == {"dgemm", "gemm", "zgemm", "matmul", "prepare",
+                                  "PreparedOperand", "available_engines", "workspace_bytes",
                                   "OzakiInfo", "CertificationError", "MODULI_VERSION",
                                   "exact_gemms", "auto_num_moduli", "SCHEMES", "MODES",
                                   "PHASES"}
@@ -55,9 +56,9 @@ def test_bad_operands(AB):
         ozaki.dgemm(A, B[None])
     with pytest.raises(ValueError, match="inner dimensions differ"):
         ozaki.dgemm(A, B[:-1])
-    with pytest.raises(TypeError, match="complex support is not yet available"):
+    with pytest.raises(TypeError, match="A is complex: use ozaki.zgemm"):
         ozaki.dgemm(A + 0j, B)
-    with pytest.raises(TypeError, match="B must be a real numeric array"):
+    with pytest.raises(TypeError, match="B must be a real or complex numeric array"):
         ozaki.dgemm(A, B.astype(str))
 
 

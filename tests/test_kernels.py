@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, strategies as st
 
 from ozaki import kernels
-from ozaki.operands import pow2mod
+from ozaki.backend import modular_constants, pow2mod
 from ozaki.moduli import MODULI, crt_plan, half_range
-from ozaki.products import karatsuba_digits, modular_constants, square_digits
+from ozaki.products import karatsuba_digits, square_digits
 
 ALL_MODULI = sorted({p for ms in MODULI.values() for p in ms})
 finite = st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=True)
@@ -43,37 +43,53 @@ def test_smod_short_exact(y, p):
 @given(st.lists(finite, min_size=1, max_size=24), st.integers(-1100, 400),
        st.sampled_from(ALL_MODULI))
 def test_residues_of_scaled_truncations(xs, shift, p):
-    X = np.array([xs])
+    X = np.array([[xs]])
     # keep the scaled magnitudes within the tables (as the shift choice does)
     top = max((math.frexp(abs(x))[1] for x in xs if x), default=0)
     shift = min(shift, 600 - top)
     out = np.empty_like(X)
-    kernels.residues(X.view(np.int64), np.array([shift]), np.zeros(len(xs), np.int64),
+    kernels.residues(X.view(np.int64), np.array([[shift]]), np.zeros((1, len(xs)), np.int64),
                      float(p), 1.0 / p, pow2mod(p), out)
-    for x, r in zip(xs, out[0]):
+    for x, r in zip(xs, out[0, 0]):
         assert r == sym(trunc_scaled(x, shift), p)
 
 
 def test_residues_column_shifts_and_nonfinite():
-    X = np.array([[1.5, -2.75, np.inf], [np.nan, 3.0, -0.0]])
+    X = np.array([[[1.5, -2.75, np.inf], [np.nan, 3.0, -0.0]]])
     p = 251
     out = np.empty_like(X)
-    kernels.residues(X.view(np.int64), np.zeros(2, np.int64), np.array([60, 3, 1]),
+    kernels.residues(X.view(np.int64), np.zeros((1, 2), np.int64), np.array([[60, 3, 1]]),
                      float(p), 1.0 / p, pow2mod(p), out)
+    out = out[0]
     assert out[0, 0] == sym(trunc_scaled(1.5, 60), p)
     assert out[0, 1] == sym(-22, p)
     assert out[0, 2] == 0 and out[1, 0] == 0 and out[1, 2] == 0
     assert out[1, 1] == sym(24, p)
 
 
+def test_residues_of_a_shared_operand_take_each_slice_shifts():
+    # one operand (bx = 1) read by three slices, each with its own row shifts
+    X = np.array([[[1.5, -2.75], [3.25, 0.5]]])
+    p = 233
+    shifts = np.array([[0, 1], [4, 2], [60, 7]])
+    out = np.empty((3, 2, 2))
+    kernels.residues(X.view(np.int64), shifts, np.zeros((3, 2), np.int64), float(p),
+                     1.0 / p, pow2mod(p), out)
+    for g in range(3):
+        for i in range(2):
+            for j in range(2):
+                assert out[g, i, j] == sym(trunc_scaled(X[0, i, j], shifts[g, i]), p)
+
+
 @given(st.lists(finite, min_size=1, max_size=16), st.integers(0, 20))
 def test_quantize_down_is_the_exact_floor(xs, r):
-    X = np.array([xs])
+    X = np.array([[xs]])
     top = max((math.frexp(abs(x))[1] for x in xs if x), default=0)
     shift = r - top
     out = np.empty_like(X)
-    kernels.quantize_down(X.view(np.int64), np.array([shift]), np.zeros(len(xs), np.int64), out)
-    for x, q in zip(xs, out[0]):
+    kernels.quantize_down(X.view(np.int64), np.array([[shift]]), np.zeros((1, len(xs)), np.int64),
+                          out)
+    for x, q in zip(xs, out[0, 0]):
         exact = abs(Fraction(x)) * Fraction(2) ** shift
         assert q == math.floor(exact) and q < 2 ** r
 
@@ -81,15 +97,29 @@ def test_quantize_down_is_the_exact_floor(xs, r):
 @given(st.lists(finite.filter(lambda v: v != 0), min_size=1, max_size=8))
 def test_absmax_bits_and_exponents(xs):
     from ozaki.scaling import exponents
-    X = np.array([xs + [np.inf, 0.0]])
-    best, bad, nnz = kernels.absmax_bits(X.view(np.int64), 0)
+    X = np.array([[xs + [np.inf, 0.0]]])
+    best, bad, nnz = (a[0] for a in kernels.absmax_bits(X.view(np.int64), 0))
     assert bad[0] and nnz[0] == len(xs)
     E, zero = exponents(best)
     m = max(abs(x) for x in xs)
     assert not zero[0] and m < 2.0 ** E[0] if E[0] < 1024 else True
     assert Fraction(m) < Fraction(2) ** int(E[0]) <= 2 * Fraction(m)
-    best_c, bad_c, nnz_c = kernels.absmax_bits(X.T.copy().view(np.int64), 1)
+    XT = X.transpose(0, 2, 1).copy()
+    best_c, bad_c, nnz_c = (a[0] for a in kernels.absmax_bits(XT.view(np.int64), 1))
     assert best_c[0] == best[0] and bad_c[0] and nnz_c[0] == len(xs)
+
+
+@given(st.lists(finite, min_size=1, max_size=24), st.integers(1, 20))
+def test_norm_sums_are_exact_integer_sums_of_floors(xs, h):
+    X = np.array([[xs]])
+    top = max((math.frexp(abs(x))[1] for x in xs if x), default=0)
+    shift = h - top
+    s2, s1 = (a[0, 0] for a in kernels.norm_sums(X.view(np.int64), np.array([[shift]]), 0))
+    floors = [math.floor(abs(Fraction(x)) * Fraction(2) ** shift) for x in xs]
+    assert s2 == sum(f * f for f in floors) and s1 == sum(floors)
+    XT = X.transpose(0, 2, 1).copy()
+    c2, c1 = (a[0, 0] for a in kernels.norm_sums(XT.view(np.int64), np.array([[shift]]), 1))
+    assert (c2, c1) == (s2, s1)
 
 
 @given(st.integers(-2 ** 60, 2 ** 60), st.integers(-2300, 2300))
@@ -113,11 +143,11 @@ def test_reconstruct_recovers_the_symmetric_integer(scheme, n, rng):
     vals += [bound, -bound, 0, 1, -1, bound // 3, min(bound, 2 ** 53 + 1)]
     vals += [int(Fraction(bound) * Fraction(float(f))) for f in rng.random(20) * 2 - 1]
     dtype = np.int8 if max(plan.moduli) <= 256 else np.int16 if max(plan.moduli) <= 65536 else np.int32
-    R = np.array([[[sym(v, p) for v in vals]] for p in plan.moduli], dtype=dtype)
-    out = np.empty((1, len(vals)))
-    shifts = np.array([5]), np.zeros(len(vals), np.int64)
+    R = np.array([[[[sym(v, p) for v in vals]]] for p in plan.moduli], dtype=dtype)
+    out = np.empty((1, 1, len(vals)))
+    shifts = np.array([[5]]), np.zeros((1, len(vals)), np.int64)
     kernels.reconstruct(R, plan.weights, plan.p_levels, plan.p_inv, *shifts, out)
-    for v, c in zip(vals, out[0]):
+    for v, c in zip(vals, out[0, 0]):
         exact = Fraction(v, 32)
         # within half an ulp plus the documented tail
         err = abs(Fraction(c) - exact)

@@ -74,15 +74,20 @@ def test_trans_rejects_anything_else(AB, flag):
 
 
 @pytest.mark.parametrize("name", ["alpha", "beta"])
-@pytest.mark.parametrize("value,match", [("2", "must be a real number"),
-                                         (True, "must be a real number"),
-                                         (None, "must be a real number"),
-                                         ([2.0], "must be a real number"),
-                                         (1 + 2j, "complex")])
-def test_scalars_must_be_real_numbers(AB, name, value, match):
+@pytest.mark.parametrize("value", ["2", True, None, [2.0]])
+def test_scalars_must_be_numbers(AB, name, value):
     A, B = AB
-    with pytest.raises(TypeError, match=f"{name} (must be|is complex)"):
+    with pytest.raises(TypeError, match=f"{name} must be a number"):
         ozaki.gemm(A, B, np.zeros((4, 3)), **{name: value})
+
+
+def test_complex_scalars_give_complex_results(AB):
+    A, B = AB
+    C0 = np.ones((4, 3))
+    X = ozaki.dgemm(A, B)
+    C = ozaki.gemm(A, B, C0, alpha=1 + 2j, beta=-1j)
+    assert C.dtype == np.complex128
+    assert np.array_equal(C, X * (1 + 2j) + (-1j) * C0)
 
 
 def test_numpy_scalars_are_accepted(AB):
@@ -157,7 +162,7 @@ def test_malformed_workspace_limit_is_a_clear_error_at_use_not_at_import():
 
 def test_cached_tables_are_read_only():
     from ozaki.moduli import crt_plan
-    from ozaki.operands import pow2mod
+    from ozaki.backend import pow2mod
     plan = crt_plan("int8", 16)
     for table in (plan.weights, plan.p_levels, pow2mod(251)):
         assert not table.flags.writeable

@@ -1,0 +1,209 @@
+"""The backend: the array namespace, the O(n^2) passes, the lock and the engines.
+
+The phases (:mod:`ozaki.decisions`, :mod:`ozaki.pipeline`) are written against
+this seam: they hold operands as :class:`Operand` stacks and call the passes
+below, never a compiled kernel directly. The CPU backend runs numba kernels
+(:mod:`ozaki.kernels`) under one re-entrant lock and multiplies on the CPU
+engines (:mod:`ozaki.engines`); a GPU backend replaces the passes and the
+engines, not the phases.
+
+Operands are **stacks**: ``A`` of shape (b, m, k) has its shifts on rows, ``B``
+of shape (b, k, n) on columns; a 2-D operand is a stack of one, and a stack of
+one may be shared by the ``b`` slices of its partner (the passes broadcast it).
+Per-line data has shape (b, lines); shifts too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import kernels
+from .engines import ENGINES, BlasEngine, Engine, get_engine
+
+__all__ = ["Operand", "CPUBackend", "get_backend", "pow2mod", "MAX_EXPONENT"]
+
+#: ``2**E mod p`` is tabulated for scaled exponents ``E`` below this bound.
+MAX_EXPONENT = 1100
+
+_POW2MOD: dict[int, np.ndarray] = {}
+
+
+def pow2mod(p: int) -> np.ndarray:
+    """``2**e mod p`` for ``e < MAX_EXPONENT + 27`` (cached per modulus, read-only)."""
+    tab = _POW2MOD.get(p)
+    if tab is None:
+        tab = np.array([pow(2, e, p) for e in range(MAX_EXPONENT + 27)], dtype=np.float64)
+        tab.flags.writeable = False  # shared by every call: nobody may change it
+        _POW2MOD[p] = tab
+    return tab
+
+
+class Operand:
+    """A float64 stack read as C-ordered bits; ``outer`` is the axis that gets shifts.
+
+    ``X`` has shape (b, r, c): ``outer = 0`` for a left operand (shifts on its
+    rows), ``1`` for a right one (shifts on its columns). Slices stored in
+    Fortran order are read through their transpose (no copy); planes are then
+    returned transposed, so they always have the product's shape.
+    """
+
+    def __init__(self, X: np.ndarray, outer: int):
+        if X.ndim != 3:  # pragma: no cover - the front reshapes
+            raise AssertionError("operands are stacks (b, r, c)")
+        self.X = X
+        self.outer = outer
+        self.shape = X.shape
+        XT = X.transpose(0, 2, 1)
+        if X.flags.c_contiguous:
+            self.bits, self.axis, self.T = X.view(np.int64), outer, False
+        elif XT.flags.c_contiguous:
+            self.bits, self.axis, self.T = XT.view(np.int64), 1 - outer, True
+        else:
+            self.bits = np.ascontiguousarray(X).view(np.int64)
+            self.axis, self.T = outer, False
+
+    @property
+    def batch(self) -> int:
+        return self.shape[0]
+
+    @property
+    def lines(self) -> int:
+        """Number of lines that get shifts (rows of A, columns of B)."""
+        return self.shape[1 + self.outer]
+
+    @property
+    def inner(self) -> int:
+        return self.shape[2 - self.outer]
+
+    def _shifts(self, shift: np.ndarray):
+        b = shift.shape[0]
+        other = self.bits.shape[2 - self.axis]
+        zeros = np.zeros((b, other), np.int64)
+        return (shift, zeros) if self.axis == 0 else (zeros, shift)
+
+    def plane(self, buf: np.ndarray) -> np.ndarray:
+        """``buf`` (in the bits' layout) as a plane of the product's shape."""
+        return buf.transpose(0, 2, 1) if self.T else buf
+
+    def layout(self, b: int) -> tuple[int, int, int]:
+        """Shape of a plane of ``b`` slices in the bits' layout."""
+        return (b,) + self.bits.shape[1:]
+
+
+class CPUBackend:
+    """numpy arrays, numba passes, the CPU engines.
+
+    Every compiled pass runs under :data:`lock` (numba's default threading
+    layer may not be entered from two Python threads at once); BLAS runs
+    outside it. Each pass is exact (see :mod:`ozaki.kernels`).
+    """
+
+    name = "cpu"
+    xp = np
+    lock = kernels.LOCK
+
+    # -- engines ------------------------------------------------------------
+
+    def engine(self, engine: str | Engine | None, scheme: str | None) -> Engine:
+        """Resolve ``engine`` for ``scheme`` (``None``: the engine's preferred one)."""
+        return get_engine(engine, scheme)
+
+    def engine_names(self) -> list[str]:
+        return [name for name, cls in ENGINES.items() if cls().available()]
+
+    def exact_engine(self) -> Engine:
+        """The engine of the refinement's FP64 bound GEMMs."""
+        return BlasEngine()
+
+    # -- passes on operands -------------------------------------------------
+
+    def line_stats(self, op: Operand):
+        """``(maxbits, nonfinite, nonzeros)`` per line, each of shape (b, lines)."""
+        with self.lock:
+            return kernels.absmax_bits(op.bits, op.axis)
+
+    def norm_sums(self, op: Operand, shift: np.ndarray):
+        """Exact ``(sum F**2, sum F)`` per line of ``F = floor(|x| 2**shift)`` (int64)."""
+        with self.lock:
+            return kernels.norm_sums(op.bits, shift, op.axis)
+
+    def quantize(self, op: Operand, shift: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Floors ``floor(|x| 2**shift)`` into ``out`` (bits' layout, any float dtype)."""
+        srow, scol = op._shifts(shift)
+        with self.lock:
+            kernels.quantize_down(op.bits, srow, scol, out)
+        return op.plane(out)
+
+    def residues(self, op: Operand, shift: np.ndarray, p: int, out: np.ndarray) -> np.ndarray:
+        """Symmetric residues of ``trunc(x 2**shift)`` mod ``p`` into ``out`` (bits' layout)."""
+        srow, scol = op._shifts(shift)
+        with self.lock:
+            kernels.residues(op.bits, srow, scol, float(p), 1.0 / p, pow2mod(p), out)
+        return op.plane(out)
+
+    # -- passes on products ---------------------------------------------------
+
+    @staticmethod
+    def _flat(x: np.ndarray) -> np.ndarray:
+        """A 2-D view of the stack ``x`` (a copy only for inputs that are not contiguous)."""
+        return x.reshape(-1, x.shape[-1])
+
+    def reduce_into(self, acc, prod, p: int, first: bool) -> None:
+        """``acc (+)= smod(prod, p)`` (k-blocks of a modular product)."""
+        pf, pinv, c26 = modular_constants(p)
+        with self.lock:
+            kernels.reduce_into(self._flat(acc), self._flat(prod), pf, pinv, c26, first)
+
+    def store(self, prod, p: int, out) -> None:
+        """``out = smod(prod, p)`` in the store's small integer type."""
+        pf, pinv, c26 = modular_constants(p)
+        with self.lock:
+            kernels.store_residues(self._flat(prod), pf, pinv, c26, self._flat(out))
+
+    def complex_store(self, p1, p2, p3, p: int, out, n: int) -> None:
+        """Gauss: ``out[..., :n] = smod(P1 - P2)``, ``out[..., n:] = smod(P3 - P1 - P2)``."""
+        pf, pinv, c26 = modular_constants(p)
+        flat = self._flat(out)
+        with self.lock:
+            kernels.complex_residues(self._flat(p1), self._flat(p2), self._flat(p3),
+                                     pf, pinv, c26, flat[:, :n], flat[:, n:])
+
+    def add_mod(self, x, y, p: int, out) -> np.ndarray:
+        """``out = smod(x + y, p)`` for residues ``x``, ``y`` (exact)."""
+        pf, pinv, c26 = modular_constants(p)
+        with self.lock:
+            kernels.add_residues(self._flat(x), self._flat(y), pf, pinv, c26, self._flat(out))
+        return out
+
+    def reconstruct(self, store, plan, s, t, out) -> None:
+        """CRT of ``store`` (N, b, m, n) with shifts ``s`` (b, m), ``t`` (b, n) into ``out``."""
+        with self.lock:
+            kernels.reconstruct(store, plan.weights, plan.p_levels, plan.p_inv, s, t, out)
+
+    def upper_rowmax(self, G, rF, cF, nA, nB):
+        with self.lock:
+            return kernels.upper_rowmax(G, rF, cF, nA, nB)
+
+    def upper_scaled_colmax(self, G, rF, cF, nA, nB, sigma):
+        with self.lock:
+            return kernels.upper_scaled_colmax(G, rF, cF, nA, nB, sigma)
+
+    def asarray(self, X: Any) -> np.ndarray:
+        return np.asarray(X)
+
+
+def modular_constants(p: int) -> tuple[float, float, float]:
+    """``(p, fl(1/p), 2**26 mod p)`` as floats, the arguments of :func:`ozaki.kernels.smod`."""
+    return float(p), 1.0 / p, float(pow(2, 26, p))
+
+
+_CPU = CPUBackend()
+
+
+def get_backend(name: str | None = None) -> CPUBackend:
+    """The backend for ``name`` (``None`` or ``"cpu"``: the CPU backend)."""
+    if name in (None, "cpu"):
+        return _CPU
+    raise ValueError(f"backend must be 'cpu', got {name!r}")

@@ -1,0 +1,341 @@
+"""Step 1, the decisions: exponents, shifts and the moduli count, from exact data.
+
+Everything a product decides (the shifts ``s``, ``t``, the count ``N``, which
+entries are certified) is a deterministic function of **exact integer data**,
+so a product split into pieces (k-panels, column blocks, MPI ranks) decides
+exactly as the whole does once the pieces' data are combined:
+
+==================  ============  ====================================  ============
+data                shape         value                                 combine
+==================  ============  ====================================  ============
+``Lines.maxbits``   (b, lines)    bits of the largest finite ``|x|``    MAX over k
+``Lines.nnz``       (b, lines)    finite nonzero entries                SUM over k
+``Lines.bad``       (b, lines)    any Inf or NaN                        OR over k
+``Bound.G``         (b, m, n)     floor GEMM ``F_A F_B`` (accurate)     SUM over k
+``Bound.rF, cF``    (b, m/n)      sums of the floors (accurate)         SUM over k
+``Norms.S2, S1``    (b, lines)    ``sum F**2``, ``sum F`` (fast)        SUM over k
+==================  ============  ====================================  ============
+
+The floors need the line exponents first (``F = floor(|x| 2**(r - E))``): a
+distributed caller reduces ``Lines`` (MAX/SUM/OR), then forms and reduces the
+floor data. From there the shifts need, per row, the maximum over the row's
+columns of the upper bound ``U`` (MAX over column pieces) and, per column, a
+maximum over rows (MAX over row pieces); the certificate's failure counts are
+SUMs. :meth:`Lines.combine`, :meth:`Bound.combine` and :meth:`Norms.combine`
+do this for pieces held in one process.
+
+The accurate certificate and the shift rules are in :mod:`ozaki.certify` and
+:mod:`ozaki.scaling`; this module runs them over a stack of ``b`` products,
+each slice with its own count, all slices in one pass per step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import certify, scaling
+from .moduli import MIN_MODULI, crt_plan, max_moduli, plan_terms
+
+__all__ = ["Lines", "Bound", "Norms", "Decision", "choose_counts"]
+
+
+@dataclass(frozen=True)
+class Lines:
+    """Exact per-line data of an operand stack (rows of ``A``, columns of ``B``)."""
+
+    maxbits: np.ndarray
+    bad: np.ndarray
+    nnz: np.ndarray
+
+    @classmethod
+    def combine(cls, parts: list["Lines"]) -> "Lines":
+        """The data of the whole line from pieces along ``k`` (MAX, OR, SUM)."""
+        return cls(np.maximum.reduce([p.maxbits for p in parts]),
+                   np.logical_or.reduce([p.bad for p in parts]),
+                   np.add.reduce([p.nnz for p in parts]))
+
+    @property
+    def exponents(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(E, zero)``: ``|x| < 2**E`` on every line, and the all-zero flags."""
+        return scaling.exponents(self.maxbits)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Accurate mode: the exact floor GEMM and the sums of the floors.
+
+    ``r`` is the quantisation (floors below ``2**r``); ``G`` (b, m, n), ``rF``
+    (b, m), ``cF`` (b, n) are integers below ``2**53`` held in FP64, exact.
+    """
+
+    r: int
+    G: np.ndarray
+    rF: np.ndarray
+    cF: np.ndarray
+
+    @classmethod
+    def combine(cls, parts: list["Bound"]) -> "Bound":
+        """The data of the whole product from pieces along ``k`` (exact SUMs)."""
+        return cls(parts[0].r, np.add.reduce([p.G for p in parts]),
+                   np.add.reduce([p.rF for p in parts]), np.add.reduce([p.cF for p in parts]))
+
+
+@dataclass(frozen=True)
+class Norms:
+    """Fast mode: exact sums of the floors ``F = floor(|x| 2**(h - E)) < 2**h``.
+
+    From them, per line (``I`` the nonzero indicator, ``F <= |x| 2**(h-E) < F + I``):
+    ``||x 2**-E||_2**2`` lies in ``[S2, S2 + 2 S1 + nnz] 2**-2h`` and
+    ``||x 2**-E||_1 <= (S1 + nnz) 2**-h``, exact integers rounded the safe way.
+    """
+
+    h: int
+    S2: np.ndarray
+    S1: np.ndarray
+
+    @classmethod
+    def combine(cls, parts: list["Norms"]) -> "Norms":
+        return cls(parts[0].h, np.add.reduce([p.S2 for p in parts]),
+                   np.add.reduce([p.S1 for p in parts]))
+
+    def normwise(self, lines: Lines) -> certify.Normwise:
+        """Bounds of the normalised norms for :mod:`ozaki.certify`."""
+        E, zero = lines.exponents
+        up, dn = 1.0 + 2.0 ** -52, 1.0 - 2.0 ** -52
+        upper2 = np.ldexp((self.S2 + 2 * self.S1 + lines.nnz).astype(np.float64) * up,
+                          -2 * self.h)
+        lo2 = np.sqrt(np.ldexp(self.S2.astype(np.float64) * dn, -2 * self.h)) * dn
+        hi2 = np.sqrt(upper2) * up
+        hi1 = np.ldexp((self.S1 + lines.nnz).astype(np.float64), -self.h)
+        return certify.Normwise(E, zero, lo2, hi2, hi1, upper2)
+
+
+@dataclass
+class Decision:
+    """What step 1 decided for a stack of ``b`` products.
+
+    ``counts`` (b,) moduli per slice, ``s`` (b, m) and ``t`` (b, n) the shifts,
+    ``mask`` (b, m, n) the uncertified entries (or ``None``), ``bound`` the
+    per-entry absolute bound without the final rounding (or ``None``),
+    ``max_ratio`` and ``uncertified`` per slice, ``kind`` of certificate,
+    ``gemms`` the exact GEMMs step 1 ran, ``refined`` the refined blocks.
+    """
+
+    counts: np.ndarray
+    s: np.ndarray
+    t: np.ndarray
+    mask: np.ndarray | None
+    bound: np.ndarray | None
+    max_ratio: np.ndarray
+    uncertified: np.ndarray
+    kind: str
+    gemms: int = 0
+    refined: tuple[int, int] = (0, 0)
+
+
+def choose_counts(evaluate, scheme: str, start, down: bool = True,
+                  first: certify.Certificate | None = None) -> certify.Certificate:
+    """Per slice, the smallest count whose certificate holds, searching from ``start``.
+
+    ``evaluate(counts) -> Certificate`` for a stack (per-slice counts). The
+    bound decreases with the count (the shifts only grow with ``P``), so each
+    slice walks down while certified and up while not; a slice that no count
+    certifies ends at the largest. All slices step together, one pass a step.
+    ``first``, when given, is ``evaluate(start)`` already computed.
+    """
+    top = max_moduli(scheme)
+    n = np.clip(np.asarray(start, np.int64), MIN_MODULI, top)
+    cert = evaluate(n) if first is None else first
+    ok = cert.uncertified == 0
+    active = ok & (n > MIN_MODULI) if down else np.zeros_like(ok)
+    while active.any():
+        trial = np.where(active, n - 1, n)
+        lower = evaluate(trial)
+        better = active & (lower.uncertified == 0)
+        n = np.where(better, trial, n)
+        cert = cert.where(better, lower)
+        active = better & (n > MIN_MODULI)
+    active = ~ok & (n < top)
+    while active.any():
+        trial = np.where(active, n + 1, n)
+        higher = evaluate(trial)
+        n = trial
+        cert = cert.where(active, higher)
+        active = active & (higher.uncertified > 0) & (n < top)
+    return cert
+
+
+def _slice(x, g):
+    return x[g:g + 1]
+
+
+def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: int,
+               floors=(None, None)):
+    """Accurate mode's exact data: quantisers ``e``, ``f``, floors, and the floor GEMM.
+
+    ``floors`` may hold an operand's floors already computed (a prepared operand:
+    they depend on that operand and ``r`` only). Returns ``(Bound, e, f)`` with
+    ``e`` (ba, m), ``f`` (bb, n).
+    """
+    r = scaling.quantization_bits(scheme, k)
+    (Ea, za), (Eb, zb) = la.exponents, lb.exponents
+    e = scaling.accurate_quantizers(Ea, za, r)
+    f = scaling.accurate_quantizers(Eb, zb, r)
+    FA, FB = floors
+    if FA is None:  # integers below 2**20: exact in FP32, half the memory
+        FA = backend.quantize(pa, e, np.empty(pa.layout(pa.batch), np.float32))
+    if FB is None:
+        FB = backend.quantize(pb, f, np.empty(pb.layout(pb.batch), np.float32))
+    # exact: FP64 sums of integers below 2**53
+    rF, cF = FA.sum(axis=2, dtype=np.float64), FB.sum(axis=1, dtype=np.float64)
+    G = engine.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1)
+    return Bound(r, G, rF, cF), e, f, (FA, FB)
+
+
+def refinement(backend, A, B, rows, cols, la: Lines, lb: Lines, k, rF, cF, nA, nB):
+    """Exact FP64 bound GEMMs of the failing rows of ``A`` (m, k) and columns of ``B``."""
+    from .backend import Operand  # the operands of one slice's block
+    r = min(20, (53 - int(np.ceil(np.log2(max(k, 1))))) // 2 - 1)
+    (Ea, za), (Eb, zb) = la.exponents, lb.exponents
+    e = scaling.accurate_quantizers(Ea[rows], za[rows], r)
+    f = scaling.accurate_quantizers(Eb[cols], zb[cols], r)
+    Asub, Bsub = A[rows][None], B[:, cols][None]
+    oa, ob = Operand(Asub, 0), Operand(Bsub, 1)
+    FA = np.ascontiguousarray(backend.quantize(oa, e[None], np.empty(oa.layout(1)))[0])
+    FB = np.ascontiguousarray(backend.quantize(ob, f[None], np.empty(ob.layout(1)))[0])
+    exact = backend.exact_engine()
+    G = exact.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1)
+    with np.errstate(invalid="ignore"):
+        FA += (Asub[0] != 0) & np.isfinite(Asub[0])
+        FB += (Bsub[0] != 0) & np.isfinite(Bsub[0])
+    U = exact.matmul(FA, FB, 2 ** r, 2 ** r)
+    c = np.minimum(nA[rows][:, None], nB[cols][None, :]).astype(np.float64)
+    return certify.Refinement(rows, cols, G, U, e, f, rF[rows], cF[cols], c)
+
+
+def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, scheme: str,
+                    k: int, num_moduli, policy: str, want_bound: bool, operands, start: int,
+                    tie=None) -> Decision:
+    """Shifts, counts and certificate in accurate mode, for ``b`` slices at once.
+
+    All slices walk from the starting count together (down while certified, up
+    while not, for ``"auto"``). A slice not certified at the start is then
+    resolved on its own: where its coarse bound fails, the refined bound (two
+    exact FP64 GEMMs on the block of failing rows and columns) may certify at
+    this count, and for ``"auto"`` more moduli may too; it refines when the
+    block costs less than the extra moduli the coarse bound needs.
+    ``operands(g) -> (A_g, B_g)`` gives a slice's matrices for the refinement.
+    """
+    m, n = bd.G.shape[1:]
+    nA, nB = np.broadcast_to(la.nnz, (b, m)), np.broadcast_to(lb.nnz, (b, n))
+    rF, cF = np.broadcast_to(bd.rF, (b, m)), np.broadcast_to(bd.cF, (b, n))
+    e, f = np.broadcast_to(e, (b, m)), np.broadcast_to(f, (b, n))
+    auto = num_moduli == "auto"
+    count0 = start if auto else num_moduli
+
+    def evaluate(counts, g=None, **kw):
+        data = (bd.G, rF, cF, nA, nB, e, f)
+        if g is not None:
+            data = tuple(_slice(x, g) for x in data)
+        return certify.componentwise(backend, *data, scheme, counts, tie=tie, **kw)
+
+    first = evaluate(np.full(b, count0, np.int64))
+    cert = choose_counts(evaluate, scheme, first.num_moduli, first=first) if auto else first
+    gemms, refines, refined = 1, {}, (0, 0)
+    for g in np.flatnonzero(first.uncertified) if (auto or policy != "none" or want_bound) \
+            else ():
+        ratio = np.empty((1, m, n))
+        evaluate(np.array([count0]), g, ratio=ratio)
+        fail = ratio[0] > 1
+        rows, cols = np.flatnonzero(fail.any(axis=1)), np.flatnonzero(fail.any(axis=0))
+        extra = cert.num_moduli[g] - count0 if not cert.uncertified[g] else np.inf
+        if not auto or 2 * len(rows) * len(cols) <= extra * m * n:
+            A_g, B_g = operands(g)
+            ref = refinement(backend, A_g, B_g, rows, cols, _lines(la, g, b), _lines(lb, g, b),
+                             k, rF[g], cF[g], nA[g], nB[g])
+            refines[g] = ref
+            gemms += 2
+            refined = (refined[0] + len(rows), refined[1] + len(cols))
+
+            def final(counts, g=g, ref=ref):
+                r1 = np.empty((1, m, n))
+                c = evaluate(counts, g, ratio=r1)
+                plan = crt_plan(scheme, int(counts[0]))
+                c.max_ratio[0], c.uncertified[0] = ref.certify(c.sigma[0], c.tau[0], e[g],
+                                                               f[g], plan, r1[0])
+                return c
+
+            # failures only shrink as the count grows
+            pick = (choose_counts(final, scheme, [count0], down=False) if auto
+                    else final(np.array([count0])))
+            cert = cert.where(np.arange(b) == g, _spread(pick, g, b, cert))
+    mask = bound = None
+    if refines or want_bound or cert.uncertified.any():
+        ratio = np.empty((b, m, n))
+        bound = np.empty((b, m, n)) if want_bound else None
+        cert = evaluate(cert.num_moduli, ratio=ratio, bound=bound)
+        for g, ref in refines.items():
+            plan = crt_plan(scheme, int(cert.num_moduli[g]))
+            cert.max_ratio[g], cert.uncertified[g] = ref.certify(
+                cert.sigma[g], cert.tau[g], e[g], f[g], plan, ratio[g],
+                None if bound is None else bound[g])
+        mask = ratio > 1
+    return Decision(cert.num_moduli, e + cert.sigma, f + cert.tau, mask, bound,
+                    cert.max_ratio, cert.uncertified, "componentwise", gemms, refined)
+
+
+def _lines(lines: Lines, g: int, b: int) -> Lines:
+    """Slice ``g`` of ``lines`` (a stack of ``b``, or of one shared by all)."""
+    g = min(g, lines.maxbits.shape[0] - 1)
+    return Lines(lines.maxbits[g], lines.bad[g], lines.nnz[g])
+
+
+def _spread(one: certify.Certificate, g: int, b: int, like: certify.Certificate):
+    """A stack certificate holding slice ``g``'s ``one`` at index ``g`` (others: ``like``)."""
+    sel = np.arange(b) == g
+    return certify.Certificate(np.where(sel, one.num_moduli[0], like.num_moduli),
+                               np.where(sel[:, None], one.sigma[0], like.sigma),
+                               np.where(sel[:, None], one.tau[0], like.tau),
+                               np.where(sel, one.max_ratio[0], like.max_ratio),
+                               np.where(sel, one.uncertified[0], like.uncertified), like.kind)
+
+
+def decide_fast(na: certify.Normwise, nb: certify.Normwise, b: int, scheme: str,
+                num_moduli, policy: str, want_bound: bool, start: int) -> Decision:
+    """Shifts, counts and the normwise certificate in fast mode, for ``b`` slices.
+
+    The count is chosen on the separable maximum (O(m + n) per slice); when
+    that fails (and a fallback is wanted) or bounds are wanted, the same bound
+    is evaluated per entry and only the entries above the target fail.
+    """
+    m, n = na.E.shape[-1], nb.E.shape[-1]
+    na = certify.Normwise(*(np.broadcast_to(x, (b, m)) for x in vars(na).values()))
+    nb = certify.Normwise(*(np.broadcast_to(x, (b, n)) for x in vars(nb).values()))
+
+    def shifts(counts):
+        H, R, g2 = plan_terms(scheme, counts)
+        s = scaling.fast_shifts(na.E, na.zero, na.upper2, H[:, None])
+        t = scaling.fast_shifts(nb.E, nb.zero, nb.upper2, H[:, None])
+        return s, t, R, g2
+
+    def evaluate(counts):
+        s, t, R, g2 = shifts(counts)
+        ratio = certify.normwise_ratio(na, nb, s, t, R, g2)
+        return certify.Certificate(np.asarray(counts), s, t, ratio,
+                                   np.where(ratio <= 1, 0, m * n), "normwise")
+
+    cert = (choose_counts(evaluate, scheme, np.full(b, start)) if num_moduli == "auto"
+            else evaluate(np.full(b, num_moduli, np.int64)))
+    mask = bound = None
+    if (cert.uncertified.any() and policy != "none") or want_bound:
+        s, t, R, g2 = shifts(cert.num_moduli)
+        ratio = np.empty((b, m, n))
+        bound = np.empty((b, m, n)) if want_bound else None
+        fails = certify.normwise_entries(na, nb, s, t, R, g2, ratio, bound)
+        cert = certify.Certificate(cert.num_moduli, s, t, ratio.max(axis=(1, 2), initial=0.0),
+                                   fails, "normwise")
+        mask = ratio > 1
+    return Decision(cert.num_moduli, cert.sigma, cert.tau, mask, bound, cert.max_ratio,
+                    cert.uncertified, "normwise")

@@ -1,0 +1,500 @@
+"""The public products: ``dgemm``, ``gemm``, ``zgemm``, ``matmul`` and ``prepare``.
+
+Each checks its arguments (:mod:`ozaki.arguments`), brings its operands to
+stacks (b, m, k) @ (b, k, n) (a shared operand is a stack of one), and runs
+:func:`ozaki.pipeline.emulate`: real products directly, complex ones on their
+real embedding with Gauss's three products per modulus.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+
+from .arguments import (apply_transpose, operand, policy_for, resolve, scalar,
+                        transpose_flag)
+from .backend import Operand, get_backend
+from .engines import Engine
+from .info import OzakiInfo
+from .moduli import auto_num_moduli
+from .pipeline import Options, Prepared, emulate
+
+__all__ = ["dgemm", "gemm", "zgemm", "matmul", "prepare", "PreparedOperand"]
+
+
+class PreparedOperand:
+    """An operand whose decision data and residues are computed once (:func:`prepare`).
+
+    Pass it as ``A`` (``side="left"``) or ``B`` (``side="right"``) of
+    :func:`dgemm`, :func:`gemm`, :func:`zgemm` or :func:`matmul` in place of the
+    array: the products give the bits of unprepared calls (everything kept is
+    exact), and skip what depends on this operand alone.
+
+    Attributes
+    ----------
+    array : ndarray
+        The operand (float64 or complex128, never modified).
+    side : {"left", "right"}
+    shape : tuple of int
+    """
+
+    def __init__(self, array: np.ndarray, side: str, keep_residues: bool):
+        self.array = array
+        self.side = side
+        self.shape = array.shape
+        self.is_complex = np.iscomplexobj(array)
+        self._keep = 40 if keep_residues else 0
+        self._prepared: dict[bool, Prepared] = {}
+
+    def __repr__(self) -> str:
+        kind = "complex" if self.is_complex else "real"
+        return f"PreparedOperand({kind}, shape={self.shape}, side={self.side!r})"
+
+    def stack(self, complex_: bool, backend) -> Prepared:
+        """The prepared stack for a real or (embedded) complex product."""
+        got = self._prepared.get(complex_)
+        if got is None:
+            X = self.array.reshape((-1,) + self.shape[-2:])
+            outer = 0 if self.side == "left" else 1
+            got = Prepared(Operand(_embed(X, outer) if complex_ else X, outer), backend,
+                           keep_planes=self._keep)
+            self._prepared[complex_] = got
+        return got
+
+
+def prepare(A: Any, *, side: str = "left", keep_residues: bool = True) -> PreparedOperand:
+    """Prepare an operand that several products will use.
+
+    Parameters
+    ----------
+    A : array_like, shape (..., m, k) (left) or (..., k, n) (right)
+        Real or complex; copied once if it is not already float64/complex128.
+    side : {"left", "right"}
+        Which factor it will be.
+    keep_residues : bool
+        Keep its residue planes for the shifts it was last used with (up to 40
+        planes): a later product that picks the same shifts (always in fast
+        mode at the same count) skips forming them.
+
+    Returns
+    -------
+    PreparedOperand
+
+    Examples
+    --------
+    >>> import numpy as np, ozaki
+    >>> F = ozaki.prepare(np.eye(4))
+    >>> X = np.arange(8.0).reshape(4, 2)
+    >>> bool(np.array_equal(ozaki.dgemm(F, X), ozaki.dgemm(np.eye(4), X)))
+    True
+    """
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+    arr = operand(A, "A", ndim=None)
+    if arr.ndim < 2:
+        raise ValueError(f"A must be at least 2-D to be prepared, got shape {arr.shape}")
+    arr = np.array(arr, copy=True)  # never changes under the caller's feet
+    arr.flags.writeable = False
+    return PreparedOperand(arr, side, keep_residues)
+
+
+def _embed(X: np.ndarray, outer: int) -> np.ndarray:
+    """The real embedding of a complex stack: ``[Xr, Xi]`` (left) or ``[Xr; Xi]`` (right)."""
+    X = X.astype(np.complex128, copy=False)
+    return np.concatenate((X.real, X.imag), axis=2 if outer == 0 else 1)
+
+
+def _options(scheme, num_moduli, mode, engine, fallback, bounds):
+    scheme, num_moduli, mode, eng = resolve(scheme, num_moduli, mode, engine)
+    return Options(scheme, num_moduli, mode, eng, policy_for(fallback, num_moduli),
+                   bool(bounds), get_backend())
+
+
+def _stacked(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: int):
+    """``C`` (b, m, n) and info for stacks (or prepared operands) ``A3``, ``B3``."""
+    dtype = np.complex128 if complex_ else np.float64
+    if b == 0 or m == 0 or n == 0 or k == 0:
+        count = auto_num_moduli(opts.scheme, k) if opts.num_moduli == "auto" else opts.num_moduli
+        info = OzakiInfo(opts.scheme, count, opts.mode, opts.engine.name,
+                         bound_kind="normwise" if opts.mode == "fast" else "componentwise")
+        info.slice_moduli = np.full(b, count)
+        if opts.want_bound:
+            info.error_bound = np.zeros((b, m, n))
+        return np.zeros((b, m, n), dtype), info  # exact: an empty sum
+
+    def side(X, outer):
+        if isinstance(X, PreparedOperand):
+            return X.stack(complex_, opts.backend)
+        return Prepared(Operand(_embed(X, outer) if complex_ else X, outer), opts.backend)
+
+    pa, pb = side(A3, 0), side(B3, 1)
+    out = np.empty((b, m, 2 * n if complex_ else n))
+    info = emulate(pa, pb, opts, out, complex_=complex_)
+    if complex_:
+        C = np.empty((b, m, n), np.complex128)
+        C.real, C.imag = out[..., :n], out[..., n:]
+        if info.error_bound is not None:  # one bound per part, real and imaginary
+            eb = info.error_bound
+            info.error_bound = eb[..., :n] + 1j * eb[..., n:]
+        return C, info
+    return out, info
+
+
+def _shape_of(X, name: str) -> tuple[int, ...]:
+    return X.shape if isinstance(X, PreparedOperand) else np.shape(X)
+
+
+def _side_check(X, want: str, name: str) -> None:
+    if isinstance(X, PreparedOperand) and X.side != want:
+        raise ValueError(f"{name} was prepared as the {X.side} operand; prepare it with "
+                         f"side={want!r}")
+
+
+def gemm(A: Any, B: Any, C: Any = None, *, alpha: float | complex = 1.0,
+         beta: float | complex = 0.0, trans_a: bool | str = False,
+         trans_b: bool | str = False, scheme: str = "auto",
+         num_moduli: int | Literal["auto"] = "auto", mode: str = "accurate",
+         engine: str | Engine | None = "auto", fallback: str | None = None,
+         out: np.ndarray | None = None, return_info: bool = False, bounds: bool = False):
+    """BLAS-form product ``alpha op(A) op(B) + beta C`` with FP64-grade emulation.
+
+    The result is ``fl(fl(alpha X) + fl(beta C))`` with ``X`` the emulated
+    ``op(A) op(B)``; ``alpha == 1`` skips its product and ``beta == 0`` never
+    reads ``C``; ``alpha == 0`` skips the matrix product, as BLAS does.
+    ``C`` is never modified: the result is a new array (or ``out``). Complex
+    operands run the complex product (:func:`zgemm`); the result is complex when
+    an operand, ``alpha``, ``beta`` or ``C`` is.
+
+    Parameters
+    ----------
+    A : array_like or PreparedOperand, shape (m, k), or (k, m) with ``trans_a``
+    B : array_like or PreparedOperand, shape (k, n), or (n, k) with ``trans_b``
+    C : array_like, shape (m, n), optional
+        Required when ``beta != 0``.
+    alpha, beta : float or complex
+        Numbers (Python or numpy scalars; bools and strings are refused).
+    trans_a, trans_b : bool or {"N", "T", "C"}
+        ``op(X)``: ``"N"`` (or ``False``) ``X``, ``"T"`` (or ``True``) its
+        transpose (no copy), ``"C"`` its conjugate transpose (the transpose for
+        real ``X``); letters in either case. Anything else raises ``TypeError``.
+        Prepared operands take ``"N"`` only.
+    scheme, num_moduli, mode, engine, fallback, out, return_info, bounds
+        As in :func:`dgemm`. The certificate and the fallback concern
+        ``op(A) op(B)``, before ``alpha`` and ``beta`` are applied.
+
+    Returns
+    -------
+    ndarray, shape (m, n), float64 or complex128
+        And an :class:`OzakiInfo` when ``return_info`` (``gemms == 0`` and zero
+        timings when no product was computed: ``alpha == 0``, an empty shape or
+        ``k == 0``).
+    """
+    ta, tb = transpose_flag(trans_a, "trans_a"), transpose_flag(trans_b, "trans_b")
+    alpha, beta = scalar(alpha, "alpha"), scalar(beta, "beta")
+    _side_check(A, "left", "A")
+    _side_check(B, "right", "B")
+    for X, name, letter in ((A, "A", ta), (B, "B", tb)):
+        if isinstance(X, PreparedOperand) and (letter != "N" or X.array.ndim != 2):
+            raise ValueError(f"a prepared {name} must be 2-D and used as it is "
+                             f"(trans_{name.lower()}='N')")
+    if not isinstance(A, PreparedOperand):
+        A = apply_transpose(operand(A, "A"), ta)
+    if not isinstance(B, PreparedOperand):
+        B = apply_transpose(operand(B, "B"), tb)
+    (m, k), (kb, n) = _shape_of(A, "A"), _shape_of(B, "B")
+    if kb != k:
+        raise ValueError(f"inner dimensions differ: op(A) is {(m, k)}, op(B) is {(kb, n)}")
+    is_c = any(X.is_complex if isinstance(X, PreparedOperand) else np.iscomplexobj(X)
+               for X in (A, B))
+    if beta != 0:
+        if C is None:
+            raise ValueError("C is required when beta != 0")
+        C = operand(C, "C")
+        if C.shape != (m, n):
+            raise ValueError(f"C must have shape {(m, n)}, got {C.shape}")
+    result_c = is_c or isinstance(alpha, complex) or isinstance(beta, complex) or (
+        beta != 0 and np.iscomplexobj(C))
+    dtype = np.complex128 if result_c else np.float64
+    opts = _options(scheme, num_moduli, mode, engine, fallback, bounds)
+    _check_out(out, (m, n), dtype, A, B, C)
+    a3 = A if isinstance(A, PreparedOperand) else A[None]
+    b3 = B if isinstance(B, PreparedOperand) else B[None]
+    if alpha == 0:
+        X, info = _stacked(a3, b3, opts, is_c, 1, m, n, 0)
+    else:
+        X, info = _stacked(a3, b3, opts, is_c, 1, m, n, k)
+    X = X[0]
+    if info.error_bound is not None:
+        info.error_bound = info.error_bound[0]
+    result = X.astype(dtype, copy=False)
+    if alpha != 1:
+        result = result * alpha
+    if beta != 0:
+        result = result + beta * C
+    if out is not None:
+        out[...] = result
+        result = out
+    return (result, info) if (return_info or bounds) else result
+
+
+def _check_out(out, shape, dtype, *operands) -> None:
+    if out is None:
+        return
+    if not isinstance(out, np.ndarray) or out.dtype != dtype or out.shape != shape:
+        raise ValueError(f"out must be a {np.dtype(dtype).name} ndarray of shape {shape}")
+    if not out.flags.writeable:
+        raise ValueError("out must be writeable")
+    for name, X in zip("ABC", operands):
+        X = X.array if isinstance(X, PreparedOperand) else X
+        if X is not None and np.may_share_memory(out, X):
+            raise ValueError(f"out may not overlap {name}")
+
+
+def dgemm(A: Any, B: Any, *, scheme: str = "auto",
+          num_moduli: int | Literal["auto"] = "auto", mode: str = "accurate",
+          engine: str | Engine | None = "auto", fallback: str | None = None,
+          out: np.ndarray | None = None, return_info: bool = False,
+          bounds: bool = False):
+    """FP64-grade matrix product ``A @ B`` by Ozaki Scheme II.
+
+    ``A`` and ``B`` are scaled to integers by powers of two, reduced modulo
+    pairwise coprime moduli, multiplied exactly on a low-precision engine, and
+    recombined by the Chinese Remainder Theorem. For a fixed (scheme,
+    num_moduli, mode) the result is bitwise identical on every engine and for
+    any number of threads.
+
+    Parameters
+    ----------
+    A : array_like or PreparedOperand, shape (m, k)
+        Any real array convertible to float64 (int and float32 are converted;
+        64-bit integers must be exact in float64, ``|x| <= 2**53``), C or
+        Fortran order or a view. Never modified. Masked arrays are refused
+        (``TypeError``): fill them first.
+    B : array_like or PreparedOperand, shape (k, n)
+    scheme : {"auto", "int8", "fp8", "fp64"}
+        The low-precision unit being emulated. ``"auto"`` picks the engine's
+        ``preferred_scheme``: ``"fp64"`` on the CPU BLAS engine (the fast path),
+        the unit's own scheme on a simulation engine.
+    num_moduli : int or "auto"
+        Number of moduli, from 2 to the scheme's table size (20). ``"auto"``
+        (the default) picks the smallest count whose error bound, computed for
+        this call, meets the target ``|C_ij - (AB)_ij| <= u |(AB)_ij| +
+        u (|A||B|)_ij`` for every entry (accurate mode), or its normwise form
+        ``u |(AB)_ij| + u ||a_i||_2 ||b_j||_2`` (fast mode); see :mod:`ozaki.certify`.
+    mode : {"accurate", "fast"}
+        ``"accurate"`` bounds ``|A||B|`` with one exact small-integer GEMM
+        (componentwise certificate); ``"fast"`` uses row and column norms (no
+        GEMM, fewer bits kept, normwise certificate).
+    engine : str, Engine or "auto"
+        ``"cpu-blas"`` (FP64 BLAS, the default), ``"cpu-fp8"`` (FP8 tensor-core
+        simulation), ``"cpu-int8"`` (INT8 with INT32 accumulation).
+    fallback : {"exact", "raise", "none"}, optional
+        What to do with entries whose bound misses the target even at the
+        largest count: ``"exact"`` recomputes them with the exactly rounded
+        dot product (:mod:`ozaki.fallback`: correctly rounded, deterministic,
+        only the rows and columns involved are read), ``"raise"`` raises
+        :class:`~ozaki.certify.CertificationError` saying how many bits were
+        missing and where, ``"none"`` keeps the emulated values and reports
+        them in ``info``. Default: ``"exact"`` with ``num_moduli="auto"``,
+        ``"none"`` with an explicit count. ``"native"``, the former name, is
+        accepted with a ``FutureWarning`` and means ``"exact"``.
+    out : ndarray, shape (m, n), float64, optional
+        Destination; may not overlap ``A`` or ``B``.
+    return_info : bool
+        Also return an :class:`OzakiInfo`.
+    bounds : bool
+        Also compute ``info.error_bound``, the per-entry absolute error bound
+        (both modes; implies ``return_info``).
+
+    Returns
+    -------
+    C : ndarray, shape (m, n), float64
+    info : OzakiInfo
+        Only when ``return_info`` or ``bounds``.
+
+    Raises
+    ------
+    TypeError
+        Complex (use :func:`zgemm`) or non-numeric input, a masked array,
+        non-integer ``num_moduli``.
+    ValueError
+        Not 2-D, inner dimensions differ, unknown scheme, mode, engine or
+        fallback, ``num_moduli`` out of range, bad ``out``.
+    ozaki.certify.CertificationError
+        With ``fallback="raise"``, when some entry cannot be certified.
+
+    Notes
+    -----
+    Non-finite inputs follow exact arithmetic: ``C_ij`` is NaN iff row ``i`` of
+    ``A`` or column ``j`` of ``B`` holds a NaN, or ``inf * 0`` or infinite
+    products of both signs occur; ``+-inf`` for infinite products of one sign
+    or when the exact result overflows. Exact zeros are returned as ``+0.0``.
+    Entries whose ``(|A||B|)_ij`` may reach ``2**1023`` are computed by the
+    exactly rounded dot product whatever the policy (:mod:`ozaki.fallback`), so
+    a finite exact result that fits is finite and an overflowing one is
+    ``+-inf`` with its sign.
+
+    Examples
+    --------
+    >>> import numpy as np, ozaki
+    >>> A = np.arange(6.0).reshape(2, 3); B = np.ones((3, 2))
+    >>> ozaki.dgemm(A, B)
+    array([[ 3.,  3.],
+           [12., 12.]])
+    """
+    for X, name in ((A, "A"), (B, "B")):
+        if isinstance(X, PreparedOperand) and X.is_complex:
+            raise TypeError(f"{name} is complex: use ozaki.zgemm")
+    if not isinstance(A, PreparedOperand):
+        A = operand(A, "A", complex_ok=False)
+    if not isinstance(B, PreparedOperand):
+        B = operand(B, "B", complex_ok=False)
+    return gemm(A, B, scheme=scheme, num_moduli=num_moduli, mode=mode, engine=engine,
+                fallback=fallback, out=out, return_info=return_info, bounds=bounds)
+
+
+def zgemm(A: Any, B: Any, C: Any = None, *, alpha: complex = 1.0, beta: complex = 0.0,
+          trans_a: bool | str = False, trans_b: bool | str = False, scheme: str = "auto",
+          num_moduli: int | Literal["auto"] = "auto", mode: str = "accurate",
+          engine: str | Engine | None = "auto", fallback: str | None = None,
+          out: np.ndarray | None = None, return_info: bool = False, bounds: bool = False):
+    """Complex BLAS-form product ``alpha op(A) op(B) + beta C`` (BLAS zgemm semantics).
+
+    Real and imaginary parts of a row of ``A`` share their power-of-two shift,
+    and so do those of a column of ``B``, so Gauss's product (three modular
+    products per modulus instead of four: ``Ar Br``, ``Ai Bi``,
+    ``(Ar + Ai)(Br + Bi)``) is exact in residue arithmetic. Each part is
+    certified per entry like :func:`dgemm`:
+    ``|Re C - Re AB| <= u |Re AB| + u (|Ar||Br| + |Ai||Bi|)`` and
+    ``|Im C - Im AB| <= u |Im AB| + u (|Ar||Bi| + |Ai||Br|)`` (accurate mode),
+    the whole being the real product ``[Ar, Ai] @ [[Br, Bi], [-Bi, Br]]``
+    whose decisions tie the shifts of a column's two parts. Bitwise equal on
+    every engine; ``info.gemms`` counts 3 products per modulus (times 3 FP8
+    digit GEMMs each on FP8 units).
+
+    Parameters
+    ----------
+    A, B, C, alpha, beta, trans_a, trans_b
+        As in :func:`gemm`; real inputs are taken as complex. ``trans_*="C"``
+        is the conjugate transpose.
+    scheme, num_moduli, mode, engine, fallback, out, return_info, bounds
+        As in :func:`dgemm`; ``out`` is complex128. With ``bounds=True``,
+        ``info.error_bound`` is complex: its real part bounds the error of the
+        real part, its imaginary part that of the imaginary part.
+
+    Returns
+    -------
+    ndarray, shape (m, n), complex128
+        And an :class:`OzakiInfo` when ``return_info`` or ``bounds``.
+
+    Notes
+    -----
+    Non-finite values follow exact real arithmetic on the embedding: a part is
+    NaN or +-inf as the real products that form it are (see :func:`dgemm`).
+
+    Examples
+    --------
+    >>> import numpy as np, ozaki
+    >>> A = np.array([[1 + 2j, 3j]]); B = np.array([[2 - 1j], [1j]])
+    >>> ozaki.zgemm(A, B)
+    array([[1.+3.j]])
+    """
+    if not isinstance(A, PreparedOperand):
+        A = operand(A, "A").astype(np.complex128, copy=False)
+    if not isinstance(B, PreparedOperand):
+        B = operand(B, "B").astype(np.complex128, copy=False)
+    for X, name in ((A, "A"), (B, "B")):
+        if isinstance(X, PreparedOperand) and not X.is_complex:
+            raise TypeError(f"{name} was prepared real: prepare a complex128 array for zgemm")
+    alpha, beta = scalar(alpha, "alpha"), scalar(beta, "beta")
+    return gemm(A, B, C, alpha=complex(alpha), beta=complex(beta), trans_a=trans_a,
+                trans_b=trans_b, scheme=scheme, num_moduli=num_moduli, mode=mode,
+                engine=engine, fallback=fallback, out=out, return_info=return_info,
+                bounds=bounds)
+
+
+def matmul(A: Any, B: Any, *, scheme: str = "auto",
+           num_moduli: int | Literal["auto"] = "auto", mode: str = "accurate",
+           engine: str | Engine | None = "auto", fallback: str | None = None,
+           out: np.ndarray | None = None, return_info: bool = False, bounds: bool = False):
+    """``A @ B`` with ``np.matmul`` semantics, FP64-grade, real or complex.
+
+    Stacks ``(..., m, k) @ (..., k, n)`` broadcast over their leading
+    dimensions; a 1-D ``A`` is a row (its dimension removed from the result),
+    a 1-D ``B`` a column, as in numpy. **Each slice's result is bitwise equal to**
+    :func:`dgemm` (or :func:`zgemm`) **on that slice**: decisions and counts are
+    per slice. The modular products run as one batched GEMM per modulus, and
+    where one operand is shared by the whole stack and its shifts agree across
+    the stack (always in fast mode at one count), as one wide GEMM.
+
+    Parameters
+    ----------
+    A : array_like or PreparedOperand, shape (..., m, k) or (k,)
+    B : array_like or PreparedOperand, shape (..., k, n) or (k,)
+    scheme, num_moduli, mode, engine, fallback, out, return_info, bounds
+        As in :func:`dgemm`. ``out`` has the result's shape and dtype.
+
+    Returns
+    -------
+    ndarray, shape (..., m, n) (numpy's result shape), float64 or complex128
+    info : OzakiInfo
+        One record for the call: ``num_moduli`` the largest count,
+        ``slice_moduli`` the count of each slice (the batch's shape),
+        ``uncertified`` and ``fallback_entries`` totals; ``error_bound`` has the
+        result's shape.
+
+    Examples
+    --------
+    >>> import numpy as np, ozaki
+    >>> A = np.arange(12.0).reshape(3, 2, 2)
+    >>> bool(np.array_equal(ozaki.matmul(A, A), np.matmul(A, A)))
+    True
+    """
+    _side_check(A, "left", "A")
+    _side_check(B, "right", "B")
+    if not isinstance(A, PreparedOperand):
+        A = operand(A, "A", ndim=None)
+    if not isinstance(B, PreparedOperand):
+        B = operand(B, "B", ndim=None)
+    sa, sb = _shape_of(A, "A"), _shape_of(B, "B")
+    drop_m, drop_n = len(sa) == 1, len(sb) == 1
+    if drop_m and isinstance(A, np.ndarray):
+        A = A[None, :]
+    if drop_n and isinstance(B, np.ndarray):
+        B = B[:, None]
+    sa, sb = _shape_of(A, "A"), _shape_of(B, "B")
+    if sa[-1] != sb[-2]:
+        raise ValueError(f"matmul: inner dimensions differ: A is {sa}, B is {sb}")
+    try:
+        batch = np.broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError:
+        raise ValueError(f"matmul: batch dimensions do not broadcast: A is {sa}, B is {sb}"
+                         ) from None
+    m, k, n = sa[-2], sa[-1], sb[-1]
+    b = int(np.prod(batch, dtype=np.int64))
+    is_c = any(X.is_complex if isinstance(X, PreparedOperand) else np.iscomplexobj(X)
+               for X in (A, B))
+    opts = _options(scheme, num_moduli, mode, engine, fallback, bounds)
+    shape = batch + (() if drop_m else (m,)) + (() if drop_n else (n,))
+    dtype = np.complex128 if is_c else np.float64
+    _check_out(out, shape, dtype, A, B)
+
+    def stack(X, s):
+        if isinstance(X, PreparedOperand):
+            if int(np.prod(s[:-2], dtype=np.int64)) not in (1, b):
+                raise ValueError("a prepared operand must be 2-D or have the full batch shape")
+            return X
+        if int(np.prod(s[:-2], dtype=np.int64)) == 1:  # shared by the whole stack
+            return X.reshape((1,) + s[-2:])
+        return np.broadcast_to(X, batch + s[-2:]).reshape((b,) + s[-2:])
+
+    C, info = _stacked(stack(A, sa), stack(B, sb), opts, is_c, b, m, n, k)
+    info.slice_moduli = np.asarray(info.slice_moduli).reshape(batch)
+    if info.error_bound is not None:
+        info.error_bound = info.error_bound.reshape(shape)
+    C = C.reshape(shape)
+    if out is not None:
+        out[...] = C
+        C = out
+    return (C, info) if (return_info or bounds) else C

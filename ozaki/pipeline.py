@@ -1,0 +1,301 @@
+"""The data path: decisions -> residues -> exact modular products -> reconstruction.
+
+One function, :func:`emulate`, runs a stack of ``b`` products ``C_g = A_g B_g``
+(either operand may be one matrix shared by the stack) through the phases:
+
+1. **decisions** (:mod:`ozaki.decisions`): exact line data, the accurate-mode
+   floor GEMM or the fast-mode exact norm sums, then shifts and counts per slice;
+2. **residues** and **modular products** (:mod:`ozaki.products`), modulus by
+   modulus: each modular product of the stack is one batched GEMM, or one wide
+   GEMM when an operand is shared and its shifts agree across the stack (exact
+   either way, so the bits are those of the slice-by-slice products); the
+   products are stored as small integers;
+3. **reconstruction** (CRT, :meth:`ozaki.backend.CPUBackend.reconstruct`);
+4. **what the emulation does not deliver** (:mod:`ozaki.fallback`,
+   :mod:`ozaki.special`): exact fallback, overflow guard, non-finite values.
+
+Complex products run the same path on the real embedding
+``[Ar, Ai] @ [[Br, Bi], [-Bi, Br]] = [Re, Im]`` with the shifts of a ``B``
+column tied across its real and imaginary columns; the modular products use
+Gauss's three products (:func:`ozaki.products.complex_product`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import decisions, fallback, scaling
+from .backend import Operand
+from .certify import CertificationError, explain
+from .engines import Engine
+from .info import OzakiInfo
+from .moduli import MODULI, auto_num_moduli, crt_plan
+from .products import complex_product, gemms_per_modulus, modular_product
+from .special import apply_nonfinite
+from .workspace import workspace
+
+__all__ = ["Options", "Prepared", "emulate", "residue_dtype"]
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a call asked for, resolved (see :func:`ozaki.dgemm`)."""
+
+    scheme: str
+    num_moduli: int | str
+    mode: str
+    engine: Engine
+    policy: str
+    want_bound: bool
+    backend: object
+
+
+class Prepared:
+    """An operand with the data that depend on it alone, computed once.
+
+    ``op`` is the :class:`~ozaki.backend.Operand`; ``lines`` its exact line
+    data; ``floors[r]`` its accurate-mode floors at quantisation ``r`` and
+    ``norms[h]`` its fast-mode norm sums; ``residues[(p, shifts)]`` residue
+    planes already formed, reused when a later product picks the same shifts.
+    Everything is exact, so products against it give the bits of unprepared
+    calls.
+    """
+
+    def __init__(self, op: Operand, backend, keep_planes: int = 0):
+        self.op = op
+        self.backend = backend
+        self.lines = decisions.Lines(*backend.line_stats(op))
+        self.floors: dict[int, np.ndarray] = {}
+        self.norms: dict[int, decisions.Norms] = {}
+        self.residues: dict[tuple, np.ndarray] = {}
+        self.keep_planes = keep_planes
+
+    def residue_plane(self, shift: np.ndarray, p: int, out: np.ndarray) -> np.ndarray:
+        """Residues of ``trunc(x 2**shift)`` mod ``p``: kept ones, or formed into ``out``."""
+        if not self.keep_planes:
+            return self.backend.residues(self.op, shift, p, out)
+        key = (p, shift.shape, shift.tobytes())
+        plane = self.residues.get(key)
+        if plane is None:
+            plane = self.backend.residues(self.op, shift, p, out)
+            if len(self.residues) < self.keep_planes:
+                plane = self.residues[key] = plane.copy()
+        return plane
+
+
+def residue_dtype(moduli) -> np.dtype:
+    """Smallest integer type that holds every symmetric residue of ``moduli``."""
+    top = max(moduli)
+    return np.dtype(np.int8 if top <= 256 else np.int16 if top <= 65536 else np.int32)
+
+
+def _norms(backend, prep: Prepared, k: int) -> decisions.Norms:
+    h = scaling.norm_bits(k)
+    got = prep.norms.get(h)
+    if got is None:
+        E, zero = prep.lines.exponents
+        shift = np.where(zero, 0, h - E).astype(np.int64)
+        got = prep.norms[h] = decisions.Norms(h, *backend.norm_sums(prep.op, shift))
+    return got
+
+
+def _tile(x: np.ndarray) -> np.ndarray:
+    """Column data of ``B`` for the real embedding's ``[Re | Im]`` columns."""
+    return np.concatenate((x, x), axis=-1)
+
+
+def _tie(sigma, tau):
+    """Real and imaginary columns of one ``B`` column share their shift (the smaller)."""
+    n = tau.shape[1] // 2
+    return sigma, _tile(np.minimum(tau[:, :n], tau[:, n:]))
+
+
+def _embedded_floors(FB: np.ndarray) -> np.ndarray:
+    """Floors of ``|[[Br, Bi], [Bi, Br]]|`` from those of ``[Br; Bi]`` (b, 2k, n)."""
+    k = FB.shape[1] // 2
+    top, bottom = FB[:, :k], FB[:, k:]
+    return np.concatenate((np.concatenate((top, bottom), axis=2),
+                           np.concatenate((bottom, top), axis=2)), axis=1)
+
+
+def _decide(pa: Prepared, pb: Prepared, b: int, k: int, opts: Options, complex_: bool,
+            operands):
+    backend = opts.backend
+    la, lb = pa.lines, pb.lines
+    k = 2 * k if complex_ else k  # the real embedding's inner dimension
+    start = auto_num_moduli(opts.scheme, k)
+    if complex_:
+        lb = decisions.Lines(*(_tile(x) for x in (lb.maxbits, lb.bad, lb.nnz)))
+    if opts.mode == "fast":
+        na = _norms(backend, pa, k).normwise(pa.lines)
+        nbn = _norms(backend, pb, k)
+        if complex_:
+            nbn = decisions.Norms(nbn.h, _tile(nbn.S2), _tile(nbn.S1))
+        nb = nbn.normwise(lb)
+        return decisions.decide_fast(na, nb, b, opts.scheme, opts.num_moduli, opts.policy,
+                                     opts.want_bound, start)
+    r = scaling.quantization_bits(opts.scheme, k)
+    floors = (pa.floors.get(r), pb.floors.get(r))
+    if complex_ and floors[1] is not None:
+        floors = (floors[0], _embedded_floors(floors[1]))
+    pb_op = pb.op
+    if complex_ and floors[1] is None:
+        E, zero = pb.lines.exponents
+        f = scaling.accurate_quantizers(E, zero, r)
+        FB = backend.quantize(pb.op, f, np.empty(pb.op.layout(pb.op.batch), np.float32))
+        pb.floors[r] = FB
+        floors = (floors[0], _embedded_floors(FB))
+    bd, e, f, (FA, FB) = decisions.bound_data(backend, opts.engine, pa.op, pb_op, la, lb,
+                                              opts.scheme, k, floors)
+    pa.floors.setdefault(r, FA)
+    if not complex_:
+        pb.floors.setdefault(r, FB)
+    return decisions.decide_accurate(backend, bd, e, f, la, lb, b, opts.scheme,
+                                     k, opts.num_moduli, opts.policy,
+                                     opts.want_bound, operands, start,
+                                     tie=_tie if complex_ else None)
+
+
+def _shared(shift: np.ndarray, counts: np.ndarray) -> bool:
+    """Whether one plane of a shared operand serves the whole stack."""
+    return bool((counts == counts[0]).all() and (shift == shift[:1]).all())
+
+
+def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
+            complex_: bool = False) -> OzakiInfo:
+    """``out[g] = A_g @ B_g`` (b, m, n) by Ozaki Scheme II; returns the info record.
+
+    For ``complex_``, ``pa`` holds ``[Ar, Ai]`` (b, m, 2k), ``pb`` holds
+    ``[Br; Bi]`` (b, 2k, n) and ``out`` (b, m, 2n) receives ``[Re, Im]``.
+    """
+    backend, engine, scheme = opts.backend, opts.engine, opts.scheme
+    A, B = pa.op, pb.op
+    b, m = out.shape[0], A.shape[1]
+    k = A.shape[2] // 2 if complex_ else A.shape[2]
+    n = B.shape[2]
+    info = OzakiInfo(scheme, 0, opts.mode, engine.name)
+    sec = info.seconds
+    t0 = time.perf_counter()
+
+    def operands(g):  # a slice's real matrices (the embedding for complex products)
+        Ag, Bg = A.X[min(g, A.batch - 1)], B.X[min(g, B.batch - 1)]
+        if complex_:
+            Br, Bi = Bg[:k], Bg[k:]
+            Bg = np.block([[Br, Bi], [-Bi, Br]])
+        return Ag, Bg
+
+    dec = _decide(pa, pb, b, k, opts, complex_, operands)
+    counts = dec.counts
+    N = int(counts.max())
+    info.num_moduli = N
+    info.slice_moduli = counts
+    info.bound_kind = dec.kind
+    info.max_bound_ratio = float(dec.max_ratio.max(initial=0.0))
+    info.uncertified = int(dec.uncertified.sum())
+    info.refined_block = dec.refined
+    info.gemms += dec.gemms if opts.mode == "accurate" else 0
+    info.error_bound = dec.bound
+    if info.uncertified and opts.policy == "raise":
+        raise CertificationError(explain(dec, scheme, opts.mode, stacked=out.ndim == 3 and b > 1))
+    t = np.ascontiguousarray(dec.t[:, :n] if complex_ else dec.t)
+    s = np.ascontiguousarray(dec.s)
+    wide_a = A.batch == 1 and b > 1 and _shared(s, counts)
+    wide_b = B.batch == 1 and b > 1 and _shared(t, counts)
+    sa = s[:1] if wide_a or A.batch == 1 and b == 1 else s
+    tb = t[:1] if wide_b or B.batch == 1 and b == 1 else t
+    cols = 2 * n if complex_ else n
+    ws = workspace()
+    store = ws.take("store", (N, b, m, cols), residue_dtype(MODULI[scheme][:N]))
+    buf_a = ws.take("ra", A.layout(sa.shape[0]))
+    buf_b = ws.take("rb", B.layout(tb.shape[0]))
+    info.workspace_bytes = store.nbytes + buf_a.nbytes + buf_b.nbytes + 8 * b * m * cols
+    t1 = time.perf_counter()
+    sec["scaling"] += t1 - t0
+
+    for i, p in enumerate(MODULI[scheme][:N]):
+        t0 = time.perf_counter()
+        ra = pa.residue_plane(sa, p, buf_a)
+        rb = pb.residue_plane(tb, p, buf_b)
+        t1 = time.perf_counter()
+        if complex_:
+            P = complex_product(backend, engine, ra, rb, p)
+            backend.complex_store(*P, p, store[i], n)
+            info.gemms += 3 * gemms_per_modulus(engine, p)
+        else:
+            prod = modular_product(backend, engine, ra, rb, p, ws.take("prod", (b, m, n)))
+            backend.store(prod, p, store[i])
+            info.gemms += gemms_per_modulus(engine, p)
+        t2 = time.perf_counter()
+        sec["residues"] += t1 - t0
+        sec["products"] += t2 - t1
+        sec["reconstruction"] += time.perf_counter() - t2
+
+    t0 = time.perf_counter()
+    tt = _tile(t) if complex_ else t
+    if (counts == N).all():
+        backend.reconstruct(store, crt_plan(scheme, N), s, tt, out)
+    else:  # slices of different counts: each group with its own constants
+        for c in np.unique(counts):
+            idx = np.flatnonzero(counts == c)
+            part = np.empty((len(idx), m, cols))
+            backend.reconstruct(np.ascontiguousarray(store[:c][:, idx]), crt_plan(scheme, int(c)),
+                                s[idx], tt[idx], part)
+            out[idx] = part
+    _finish(info, dec, opts.policy, out, operands, pa, pb, b, complex_)
+    sec["reconstruction"] += time.perf_counter() - t0
+    return info
+
+
+def _finish(info, dec, policy, out, operands, pa, pb, b, complex_) -> None:
+    """Bounds, exact fallback, overflow guard and non-finite values, slice by slice."""
+    if info.error_bound is not None:
+        # |C - AB| <= u |AB| + X and |AB| <= |C| + |C - AB| give
+        # |C - AB| <= (u |C| + X) / (1 - u); the factor (1 + 2**-50) rounds up.
+        eb = info.error_bound
+        with np.errstate(over="ignore"):
+            eb += 2.0 ** -53 * np.abs(out)
+            eb *= 1.0 + 2.0 ** -50
+    mask = dec.mask if info.uncertified and policy == "exact" else None
+    if mask is not None:
+        info.fallback = "exact"
+        info.fallback_entries = int(mask.sum())
+        info.fallback_block = (int(mask.any(axis=2).sum()), int(mask.any(axis=1).sum()))
+    (Ea, za), (Eb, zb) = pa.lines.exponents, pb.lines.exponents
+    k = pa.op.shape[2]
+    lk = int(np.ceil(np.log2(max(k, 1))))
+    top_a = np.where(za, -10 ** 6, Ea).max(axis=1, initial=-10 ** 6)
+    top_b = np.where(zb, -10 ** 6, Eb).max(axis=1, initial=-10 ** 6)
+    near = np.broadcast_to(top_a + top_b + lk >= fallback.OVERFLOW_EXPONENT, (b,))
+    bad_a = np.broadcast_to(pa.lines.bad.any(axis=1), (b,))
+    bad_b = np.broadcast_to(pb.lines.bad.any(axis=1), (b,))
+    busy = near | bad_a | bad_b
+    if mask is not None:
+        busy = busy | mask.any(axis=(1, 2))
+    exact = 0
+    for g in np.flatnonzero(busy):
+        Ag, Bg = operands(g)
+        ga, gb = min(g, pa.op.batch - 1), min(g, pb.op.batch - 1)
+        Ebg = np.concatenate((Eb[gb], Eb[gb])) if complex_ else Eb[gb]
+        zbg = np.concatenate((zb[gb], zb[gb])) if complex_ else zb[gb]
+        sel = None if mask is None else mask[g]
+        risk = fallback.overflow_risk(Ag, Bg, Ea[ga], za[ga], Ebg, zbg) if near[g] else None
+        if risk is not None:
+            sel = risk if sel is None else sel | risk
+        if sel is not None and sel.any():
+            fallback.exact_entries(Ag, Bg, sel, out[g])
+            exact += int(sel.sum())
+            if info.error_bound is not None:
+                info.error_bound[g][sel] = fallback.exact_bound(out[g][sel])
+        if bad_a[g] or bad_b[g]:
+            bad_rows = pa.lines.bad[ga]
+            bad_cols = pb.lines.bad[gb]
+            if complex_:
+                bad_cols = np.concatenate((bad_cols, bad_cols))
+            apply_nonfinite(Ag, Bg, bad_rows, bad_cols, out[g])
+            if info.error_bound is not None:
+                info.error_bound[g][bad_rows, :] = 0.0  # exact-arithmetic values
+                info.error_bound[g][:, bad_cols] = 0.0
+    info.exact_entries = exact
