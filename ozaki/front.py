@@ -128,9 +128,11 @@ def _stacked(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: i
             return X.stack(complex_, opts.backend)
         return Prepared(Operand(_embed(X, outer) if complex_ else X, outer), opts.backend)
 
-    pa, pb = side(A3, 0), side(B3, 1)
-    out = np.empty((b, m, 2 * n if complex_ else n))
-    info = emulate(pa, pb, opts, out, complex_=complex_)
+    width = 2 if complex_ else 1
+    with opts.backend.sized(b * width * max(m * k, k * n, m * n)):
+        pa, pb = side(A3, 0), side(B3, 1)
+        out = np.empty((b, m, width * n))
+        info = emulate(pa, pb, opts, out, complex_=complex_)
     if complex_:
         C = np.empty((b, m, n), np.complex128)
         C.real, C.imag = out[..., :n], out[..., n:]

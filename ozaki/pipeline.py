@@ -37,7 +37,7 @@ from .products import complex_product, gemms_per_modulus, modular_product
 from .special import apply_nonfinite
 from .workspace import workspace
 
-__all__ = ["Options", "Prepared", "emulate", "residue_dtype"]
+__all__ = ["Options", "Prepared", "decide", "emulate", "slice_operands", "residue_dtype"]
 
 
 @dataclass(frozen=True)
@@ -121,9 +121,16 @@ def _embedded_floors(FB: np.ndarray) -> np.ndarray:
                            np.concatenate((bottom, top), axis=2)), axis=1)
 
 
-def _decide(pa: Prepared, pb: Prepared, b: int, k: int, opts: Options, complex_: bool,
-            operands):
+def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
+           complex_: bool = False) -> decisions.Decision:
+    """Step 1 for the stack ``pa`` @ ``pb`` of ``b`` slices: shifts, counts, certificate."""
     backend = opts.backend
+    A, B = pa.op, pb.op
+    k = A.shape[2] // 2 if complex_ else A.shape[2]
+
+    def operands(g):
+        return slice_operands(pa, pb, g, complex_)
+
     la, lb = pa.lines, pb.lines
     k = 2 * k if complex_ else k  # the real embedding's inner dimension
     start = auto_num_moduli(opts.scheme, k)
@@ -165,11 +172,14 @@ def _shared(shift: np.ndarray, counts: np.ndarray) -> bool:
 
 
 def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
-            complex_: bool = False) -> OzakiInfo:
+            complex_: bool = False, decision: decisions.Decision | None = None) -> OzakiInfo:
     """``out[g] = A_g @ B_g`` (b, m, n) by Ozaki Scheme II; returns the info record.
 
     For ``complex_``, ``pa`` holds ``[Ar, Ai]`` (b, m, 2k), ``pb`` holds
     ``[Br; Bi]`` (b, 2k, n) and ``out`` (b, m, 2n) receives ``[Re, Im]``.
+    ``decision`` imposes step 1's outcome (:func:`decide`): a caller that
+    computed it from combined pieces (:mod:`ozaki.decisions`) gets, for this
+    piece, the bits of the whole product.
     """
     backend, engine, scheme = opts.backend, opts.engine, opts.scheme
     A, B = pa.op, pb.op
@@ -180,14 +190,7 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     sec = info.seconds
     t0 = time.perf_counter()
 
-    def operands(g):  # a slice's real matrices (the embedding for complex products)
-        Ag, Bg = A.X[min(g, A.batch - 1)], B.X[min(g, B.batch - 1)]
-        if complex_:
-            Br, Bi = Bg[:k], Bg[k:]
-            Bg = np.block([[Br, Bi], [-Bi, Br]])
-        return Ag, Bg
-
-    dec = _decide(pa, pb, b, k, opts, complex_, operands)
+    dec = decide(pa, pb, opts, b, complex_) if decision is None else decision
     counts = dec.counts
     N = int(counts.max())
     info.num_moduli = N
@@ -244,12 +247,23 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
             backend.reconstruct(np.ascontiguousarray(store[:c][:, idx]), crt_plan(scheme, int(c)),
                                 s[idx], tt[idx], part)
             out[idx] = part
-    _finish(info, dec, opts.policy, out, operands, pa, pb, b, complex_)
+    _finish(info, dec, opts.policy, out, pa, pb, b, complex_)
     sec["reconstruction"] += time.perf_counter() - t0
     return info
 
 
-def _finish(info, dec, policy, out, operands, pa, pb, b, complex_) -> None:
+def slice_operands(pa: Prepared, pb: Prepared, g: int, complex_: bool):
+    """Slice ``g``'s real matrices (for complex products, the real embedding)."""
+    A, B = pa.op, pb.op
+    Ag, Bg = A.X[min(g, A.batch - 1)], B.X[min(g, B.batch - 1)]
+    if complex_:
+        k = Bg.shape[0] // 2
+        Br, Bi = Bg[:k], Bg[k:]
+        Bg = np.block([[Br, Bi], [-Bi, Br]])
+    return Ag, Bg
+
+
+def _finish(info, dec, policy, out, pa, pb, b, complex_) -> None:
     """Bounds, exact fallback, overflow guard and non-finite values, slice by slice."""
     if info.error_bound is not None:
         # |C - AB| <= u |AB| + X and |AB| <= |C| + |C - AB| give
@@ -276,7 +290,7 @@ def _finish(info, dec, policy, out, operands, pa, pb, b, complex_) -> None:
         busy = busy | mask.any(axis=(1, 2))
     exact = 0
     for g in np.flatnonzero(busy):
-        Ag, Bg = operands(g)
+        Ag, Bg = slice_operands(pa, pb, g, complex_)
         ga, gb = min(g, pa.op.batch - 1), min(g, pb.op.batch - 1)
         Ebg = np.concatenate((Eb[gb], Eb[gb])) if complex_ else Eb[gb]
         zbg = np.concatenate((zb[gb], zb[gb])) if complex_ else zb[gb]
