@@ -172,25 +172,29 @@ def _slice(x, g):
 
 
 def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: int,
-               floors=(None, None)):
+               floors=(None, None), buffers=(None, None, None)):
     """Accurate mode's exact data: quantisers ``e``, ``f``, floors, and the floor GEMM.
 
     ``floors`` may hold an operand's floors already computed (a prepared operand:
-    they depend on that operand and ``r`` only). Returns ``(Bound, e, f)`` with
-    ``e`` (ba, m), ``f`` (bb, n).
+    they depend on that operand and ``r`` only); ``buffers`` the float32 planes
+    for the floors (bits' layout) and the FP64 destination of ``G``. Returns
+    ``(Bound, e, f, (FA, FB))`` with ``e`` (ba, m), ``f`` (bb, n).
     """
     r = scaling.quantization_bits(scheme, k)
     (Ea, za), (Eb, zb) = la.exponents, lb.exponents
     e = scaling.accurate_quantizers(Ea, za, r)
     f = scaling.accurate_quantizers(Eb, zb, r)
     FA, FB = floors
+    buf_a, buf_b, buf_g = buffers
     if FA is None:  # integers below 2**20: exact in FP32, half the memory
-        FA = backend.quantize(pa, e, np.empty(pa.layout(pa.batch), np.float32))
+        out = np.empty(pa.layout(pa.batch), np.float32) if buf_a is None else buf_a
+        FA = backend.quantize(pa, e, out)
     if FB is None:
-        FB = backend.quantize(pb, f, np.empty(pb.layout(pb.batch), np.float32))
+        out = np.empty(pb.layout(pb.batch), np.float32) if buf_b is None else buf_b
+        FB = backend.quantize(pb, f, out)
     # exact: FP64 sums of integers below 2**53
     rF, cF = FA.sum(axis=2, dtype=np.float64), FB.sum(axis=1, dtype=np.float64)
-    G = engine.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1)
+    G = engine.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1, out=buf_g)
     return Bound(r, G, rF, cF), e, f, (FA, FB)
 
 

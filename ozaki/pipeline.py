@@ -98,7 +98,9 @@ def _norms(backend, prep: Prepared, k: int) -> decisions.Norms:
     if got is None:
         E, zero = prep.lines.exponents
         shift = np.where(zero, 0, h - E).astype(np.int64)
-        got = prep.norms[h] = decisions.Norms(h, *backend.norm_sums(prep.op, shift))
+        got = decisions.Norms(h, *backend.norm_sums(prep.op, shift))
+        if prep.keep_planes:
+            prep.norms[h] = got
     return got
 
 
@@ -153,12 +155,20 @@ def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
         E, zero = pb.lines.exponents
         f = scaling.accurate_quantizers(E, zero, r)
         FB = backend.quantize(pb.op, f, np.empty(pb.op.layout(pb.op.batch), np.float32))
-        pb.floors[r] = FB
+        if pb.keep_planes:
+            pb.floors[r] = FB
         floors = (floors[0], _embedded_floors(FB))
+    # floors of operands that are not kept live in the residue planes' workspace
+    # (they are dead once G is formed), and G in the product plane's
+    ws = workspace()
+    bufs = (None if pa.keep_planes else ws.take("ra", pa.op.layout(pa.op.batch), np.float32),
+            None if pb.keep_planes else ws.take("rb", pb.op.layout(pb.op.batch), np.float32),
+            ws.take("prod", (b,) + (A.shape[1], 2 * B.shape[2] if complex_ else B.shape[2])))
     bd, e, f, (FA, FB) = decisions.bound_data(backend, opts.engine, pa.op, pb_op, la, lb,
-                                              opts.scheme, k, floors)
-    pa.floors.setdefault(r, FA)
-    if not complex_:
+                                              opts.scheme, k, floors, bufs)
+    if pa.keep_planes:
+        pa.floors.setdefault(r, FA)
+    if pb.keep_planes and not complex_:
         pb.floors.setdefault(r, FB)
     return decisions.decide_accurate(backend, bd, e, f, la, lb, b, opts.scheme,
                                      k, opts.num_moduli, opts.policy,
