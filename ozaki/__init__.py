@@ -11,7 +11,9 @@ Remainder Theorem. Bitwise reproducible across engines and thread counts.
 from .arguments import MODES
 from .certify import CertificationError
 from .engines import available_engines
-from .front import PreparedOperand, dgemm, gemm, matmul, prepare, zgemm
+from .front import dgemm, gemm, zgemm
+from .prepared import PreparedOperand, prepare
+from .stacks import matmul
 from .info import PHASES, OzakiInfo
 from .moduli import MODULI_VERSION, SCHEMES, auto_num_moduli
 from .products import exact_gemms

@@ -21,7 +21,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from . import kernels
+from . import bounds, kernels, reconstruct
 from .engines import ENGINES, BlasEngine, Engine, get_engine
 
 __all__ = ["Operand", "CPUBackend", "get_backend", "pow2mod", "MAX_EXPONENT"]
@@ -203,15 +203,15 @@ class CPUBackend:
     def reconstruct(self, store, plan, s, t, out) -> None:
         """CRT of ``store`` (N, b, m, n) with shifts ``s`` (b, m), ``t`` (b, n) into ``out``."""
         with self.lock:
-            kernels.reconstruct(store, plan.weights, plan.p_levels, plan.p_inv, s, t, out)
+            reconstruct.reconstruct(store, plan.weights, plan.p_levels, plan.p_inv, s, t, out)
 
     def upper_rowmax(self, G, rF, cF, nA, nB):
         with self.lock:
-            return kernels.upper_rowmax(G, rF, cF, nA, nB)
+            return bounds.upper_rowmax(G, rF, cF, nA, nB)
 
     def upper_scaled_colmax(self, G, rF, cF, nA, nB, sigma):
         with self.lock:
-            return kernels.upper_scaled_colmax(G, rF, cF, nA, nB, sigma)
+            return bounds.upper_scaled_colmax(G, rF, cF, nA, nB, sigma)
 
     def asarray(self, X: Any) -> np.ndarray:
         return np.asarray(X)

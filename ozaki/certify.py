@@ -49,10 +49,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
 
-from . import kernels, scaling
+from . import bounds, scaling
 from .moduli import crt_plan, plan_terms
 
 __all__ = ["CertificationError", "Certificate", "Refinement", "accurate_shifts",
@@ -64,61 +63,6 @@ _SAFETY = 1.0 + 2.0 ** -40
 
 class CertificationError(ArithmeticError):
     """Raised with ``fallback="raise"`` when some entries cannot be certified."""
-
-
-@nb.njit(parallel=True, cache=True)
-def _componentwise(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, ratio, bound):
-    """Per-entry ratio of the certified bound to the target (see module docstring).
-
-    A stack of ``b`` products: ``G`` (b, m, n), row data (b, m), column data
-    (b, n), the plan terms ``R``, ``g2`` per slice (b,). Returns per-row maxima
-    of the ratio and per-row counts of entries above 1, shapes (b, m); writes
-    ``ratio`` (per entry) and ``bound`` (the absolute term ``(1+u)(T + 2**-(s+t)
-    R) + 2**-1075``, unscaled) when they have entries. Entries whose upper bound
-    vanishes are exact zeros: ratio 0.
-    """
-    b, m, n = G.shape
-    rowmax = np.zeros((b, m))
-    rowfail = np.zeros((b, m), np.int64)
-    fill_ratio = ratio.shape[0] > 0
-    fill_bound = bound.shape[0] > 0
-    for gi in nb.prange(b * m):
-        g = gi // m
-        i = gi - g * m
-        ps = kernels.POW2[-sigma[g, i] + 1022]
-        worst = 0.0
-        fails = 0
-        for j in range(n):
-            up = kernels.upper(G, rF, cF, nA, nB, g, i, j)
-            if up == 0.0:
-                r = 0.0
-                if fill_bound:
-                    bound[g, i, j] = 0.0
-            else:
-                pt = kernels.POW2[-tau[g, j] + 1022]
-                c = float(min(nA[g, i], nB[g, j]))
-                trunc = min(ps * (cF[g, j] + c) + pt * (rF[g, i] + c), 2.0 * up)
-                # 2**-1075 (the subnormal scale-back) in the units 2**-(e_i + f_j);
-                # below 2**-100 of a unit it is far under u * G_ij >= 2**-53 (kept
-                # rigorous by rounding it up to 2**-100)
-                ef = e[g, i] + f[g, j] - 1075
-                sub = kernels.ldexp(1.0, ef) if ef > -100 else 2.0 ** -100
-                num = ((1.0 + 2.0 ** -53) * (trunc + (ps * pt) * R[g]) + 2.0 * g2[g] * up
-                       + sub) * safety
-                low = G[g, i, j]
-                r = num / (2.0 ** -53 * low) if low > 0.0 else np.inf
-                if fill_bound:
-                    # + the smallest subnormal covers a rounding of ldexp there
-                    bound[g, i, j] = kernels.ldexp(num, -(e[g, i] + f[g, j])) + 5e-324
-            if r > worst:
-                worst = r
-            if r > 1.0:
-                fails += 1
-            if fill_ratio:
-                ratio[g, i, j] = r
-        rowmax[g, i] = worst
-        rowfail[g, i] = fails
-    return rowmax, rowfail
 
 
 @dataclass
@@ -185,7 +129,7 @@ def componentwise(backend, G, rF, cF, nA, nB, e, f, scheme: str, counts, *, rati
         sigma, tau = accurate_shifts(backend, G, rF, cF, nA, nB, H, tie)
     empty = np.zeros((0, 0, 0))
     with backend.lock:
-        rowmax, rowfail = _componentwise(
+        rowmax, rowfail = bounds.componentwise_ratios(
             G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, _SAFETY,
             empty if ratio is None else ratio, empty if bound is None else bound)
     return Certificate(np.asarray(counts), sigma, tau, rowmax.max(axis=1, initial=0.0),

@@ -1,9 +1,10 @@
-"""The public products: ``dgemm``, ``gemm``, ``zgemm``, ``matmul`` and ``prepare``.
+"""The BLAS-form products: ``dgemm``, ``gemm`` and ``zgemm``.
 
 Each checks its arguments (:mod:`ozaki.arguments`), brings its operands to
 stacks (b, m, k) @ (b, k, n) (a shared operand is a stack of one), and runs
 :func:`ozaki.pipeline.emulate`: real products directly, complex ones on their
-real embedding with Gauss's three products per modulus.
+real embedding with Gauss's three products per modulus. ``matmul`` is in
+:mod:`ozaki.stacks`, ``prepare`` in :mod:`ozaki.prepared`.
 """
 
 from __future__ import annotations
@@ -19,90 +20,9 @@ from .engines import Engine
 from .info import OzakiInfo
 from .moduli import auto_num_moduli
 from .pipeline import Options, Prepared, emulate
+from .prepared import PreparedOperand, embed
 
-__all__ = ["dgemm", "gemm", "zgemm", "matmul", "prepare", "PreparedOperand"]
-
-
-class PreparedOperand:
-    """An operand whose decision data and residues are computed once (:func:`prepare`).
-
-    Pass it as ``A`` (``side="left"``) or ``B`` (``side="right"``) of
-    :func:`dgemm`, :func:`gemm`, :func:`zgemm` or :func:`matmul` in place of the
-    array: the products give the bits of unprepared calls (everything kept is
-    exact), and skip what depends on this operand alone.
-
-    Attributes
-    ----------
-    array : ndarray
-        The operand (float64 or complex128, never modified).
-    side : {"left", "right"}
-    shape : tuple of int
-    """
-
-    def __init__(self, array: np.ndarray, side: str, keep_residues: bool):
-        self.array = array
-        self.side = side
-        self.shape = array.shape
-        self.is_complex = np.iscomplexobj(array)
-        self._keep = 40 if keep_residues else 0
-        self._prepared: dict[bool, Prepared] = {}
-
-    def __repr__(self) -> str:
-        kind = "complex" if self.is_complex else "real"
-        return f"PreparedOperand({kind}, shape={self.shape}, side={self.side!r})"
-
-    def stack(self, complex_: bool, backend) -> Prepared:
-        """The prepared stack for a real or (embedded) complex product."""
-        got = self._prepared.get(complex_)
-        if got is None:
-            X = self.array.reshape((-1,) + self.shape[-2:])
-            outer = 0 if self.side == "left" else 1
-            got = Prepared(Operand(_embed(X, outer) if complex_ else X, outer), backend,
-                           keep_planes=self._keep)
-            self._prepared[complex_] = got
-        return got
-
-
-def prepare(A: Any, *, side: str = "left", keep_residues: bool = True) -> PreparedOperand:
-    """Prepare an operand that several products will use.
-
-    Parameters
-    ----------
-    A : array_like, shape (..., m, k) (left) or (..., k, n) (right)
-        Real or complex; copied once if it is not already float64/complex128.
-    side : {"left", "right"}
-        Which factor it will be.
-    keep_residues : bool
-        Keep its residue planes for the shifts it was last used with (up to 40
-        planes): a later product that picks the same shifts (always in fast
-        mode at the same count) skips forming them.
-
-    Returns
-    -------
-    PreparedOperand
-
-    Examples
-    --------
-    >>> import numpy as np, ozaki
-    >>> F = ozaki.prepare(np.eye(4))
-    >>> X = np.arange(8.0).reshape(4, 2)
-    >>> bool(np.array_equal(ozaki.dgemm(F, X), ozaki.dgemm(np.eye(4), X)))
-    True
-    """
-    if side not in ("left", "right"):
-        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
-    arr = operand(A, "A", ndim=None)
-    if arr.ndim < 2:
-        raise ValueError(f"A must be at least 2-D to be prepared, got shape {arr.shape}")
-    arr = np.array(arr, copy=True)  # never changes under the caller's feet
-    arr.flags.writeable = False
-    return PreparedOperand(arr, side, keep_residues)
-
-
-def _embed(X: np.ndarray, outer: int) -> np.ndarray:
-    """The real embedding of a complex stack: ``[Xr, Xi]`` (left) or ``[Xr; Xi]`` (right)."""
-    X = X.astype(np.complex128, copy=False)
-    return np.concatenate((X.real, X.imag), axis=2 if outer == 0 else 1)
+__all__ = ["dgemm", "gemm", "zgemm"]
 
 
 def _options(scheme, num_moduli, mode, engine, fallback, bounds):
@@ -126,7 +46,7 @@ def _stacked(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: i
     def side(X, outer):
         if isinstance(X, PreparedOperand):
             return X.stack(complex_, opts.backend)
-        return Prepared(Operand(_embed(X, outer) if complex_ else X, outer), opts.backend)
+        return Prepared(Operand(embed(X, outer) if complex_ else X, outer), opts.backend)
 
     width = 2 if complex_ else 1
     with opts.backend.sized(b * width * max(m * k, k * n, m * n)):
@@ -414,89 +334,3 @@ def zgemm(A: Any, B: Any, C: Any = None, *, alpha: complex = 1.0, beta: complex 
                 trans_b=trans_b, scheme=scheme, num_moduli=num_moduli, mode=mode,
                 engine=engine, fallback=fallback, out=out, return_info=return_info,
                 bounds=bounds)
-
-
-def matmul(A: Any, B: Any, *, scheme: str = "auto",
-           num_moduli: int | Literal["auto"] = "auto", mode: str = "accurate",
-           engine: str | Engine | None = "auto", fallback: str | None = None,
-           out: np.ndarray | None = None, return_info: bool = False, bounds: bool = False):
-    """``A @ B`` with ``np.matmul`` semantics, FP64-grade, real or complex.
-
-    Stacks ``(..., m, k) @ (..., k, n)`` broadcast over their leading
-    dimensions; a 1-D ``A`` is a row (its dimension removed from the result),
-    a 1-D ``B`` a column, as in numpy. **Each slice's result is bitwise equal to**
-    :func:`dgemm` (or :func:`zgemm`) **on that slice**: decisions and counts are
-    per slice. The modular products run as one batched GEMM per modulus, and
-    where one operand is shared by the whole stack and its shifts agree across
-    the stack (always in fast mode at one count), as one wide GEMM.
-
-    Parameters
-    ----------
-    A : array_like or PreparedOperand, shape (..., m, k) or (k,)
-    B : array_like or PreparedOperand, shape (..., k, n) or (k,)
-    scheme, num_moduli, mode, engine, fallback, out, return_info, bounds
-        As in :func:`dgemm`. ``out`` has the result's shape and dtype.
-
-    Returns
-    -------
-    ndarray, shape (..., m, n) (numpy's result shape), float64 or complex128
-    info : OzakiInfo
-        One record for the call: ``num_moduli`` the largest count,
-        ``slice_moduli`` the count of each slice (the batch's shape),
-        ``uncertified`` and ``fallback_entries`` totals; ``error_bound`` has the
-        result's shape.
-
-    Examples
-    --------
-    >>> import numpy as np, ozaki
-    >>> A = np.arange(12.0).reshape(3, 2, 2)
-    >>> bool(np.array_equal(ozaki.matmul(A, A), np.matmul(A, A)))
-    True
-    """
-    _side_check(A, "left", "A")
-    _side_check(B, "right", "B")
-    if not isinstance(A, PreparedOperand):
-        A = operand(A, "A", ndim=None)
-    if not isinstance(B, PreparedOperand):
-        B = operand(B, "B", ndim=None)
-    sa, sb = _shape_of(A, "A"), _shape_of(B, "B")
-    drop_m, drop_n = len(sa) == 1, len(sb) == 1
-    if drop_m and isinstance(A, np.ndarray):
-        A = A[None, :]
-    if drop_n and isinstance(B, np.ndarray):
-        B = B[:, None]
-    sa, sb = _shape_of(A, "A"), _shape_of(B, "B")
-    if sa[-1] != sb[-2]:
-        raise ValueError(f"matmul: inner dimensions differ: A is {sa}, B is {sb}")
-    try:
-        batch = np.broadcast_shapes(sa[:-2], sb[:-2])
-    except ValueError:
-        raise ValueError(f"matmul: batch dimensions do not broadcast: A is {sa}, B is {sb}"
-                         ) from None
-    m, k, n = sa[-2], sa[-1], sb[-1]
-    b = int(np.prod(batch, dtype=np.int64))
-    is_c = any(X.is_complex if isinstance(X, PreparedOperand) else np.iscomplexobj(X)
-               for X in (A, B))
-    opts = _options(scheme, num_moduli, mode, engine, fallback, bounds)
-    shape = batch + (() if drop_m else (m,)) + (() if drop_n else (n,))
-    dtype = np.complex128 if is_c else np.float64
-    _check_out(out, shape, dtype, A, B)
-
-    def stack(X, s):
-        if isinstance(X, PreparedOperand):
-            if int(np.prod(s[:-2], dtype=np.int64)) not in (1, b):
-                raise ValueError("a prepared operand must be 2-D or have the full batch shape")
-            return X
-        if int(np.prod(s[:-2], dtype=np.int64)) == 1:  # shared by the whole stack
-            return X.reshape((1,) + s[-2:])
-        return np.broadcast_to(X, batch + s[-2:]).reshape((b,) + s[-2:])
-
-    C, info = _stacked(stack(A, sa), stack(B, sb), opts, is_c, b, m, n, k)
-    info.slice_moduli = np.asarray(info.slice_moduli).reshape(batch)
-    if info.error_bound is not None:
-        info.error_bound = info.error_bound.reshape(shape)
-    C = C.reshape(shape)
-    if out is not None:
-        out[...] = C
-        C = out
-    return (C, info) if (return_info or bounds) else C

@@ -1,0 +1,95 @@
+"""Prepared operands: what depends on one operand alone, computed once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .arguments import operand
+from .backend import Operand
+from .pipeline import Prepared
+
+__all__ = ["PreparedOperand", "prepare", "embed"]
+
+
+class PreparedOperand:
+    """An operand whose decision data and residues are computed once (:func:`prepare`).
+
+    Pass it as ``A`` (``side="left"``) or ``B`` (``side="right"``) of
+    :func:`dgemm`, :func:`gemm`, :func:`zgemm` or :func:`matmul` in place of the
+    array: the products give the bits of unprepared calls (everything kept is
+    exact), and skip what depends on this operand alone.
+
+    Attributes
+    ----------
+    array : ndarray
+        The operand (float64 or complex128, never modified).
+    side : {"left", "right"}
+    shape : tuple of int
+    """
+
+    def __init__(self, array: np.ndarray, side: str, keep_residues: bool):
+        self.array = array
+        self.side = side
+        self.shape = array.shape
+        self.is_complex = np.iscomplexobj(array)
+        self._keep = 40 if keep_residues else 0
+        self._prepared: dict[bool, Prepared] = {}
+
+    def __repr__(self) -> str:
+        kind = "complex" if self.is_complex else "real"
+        return f"PreparedOperand({kind}, shape={self.shape}, side={self.side!r})"
+
+    def stack(self, complex_: bool, backend) -> Prepared:
+        """The prepared stack for a real or (embedded) complex product."""
+        got = self._prepared.get(complex_)
+        if got is None:
+            X = self.array.reshape((-1,) + self.shape[-2:])
+            outer = 0 if self.side == "left" else 1
+            got = Prepared(Operand(embed(X, outer) if complex_ else X, outer), backend,
+                           keep_planes=self._keep)
+            self._prepared[complex_] = got
+        return got
+
+
+def prepare(A: Any, *, side: str = "left", keep_residues: bool = True) -> PreparedOperand:
+    """Prepare an operand that several products will use.
+
+    Parameters
+    ----------
+    A : array_like, shape (..., m, k) (left) or (..., k, n) (right)
+        Real or complex; copied once if it is not already float64/complex128.
+    side : {"left", "right"}
+        Which factor it will be.
+    keep_residues : bool
+        Keep its residue planes for the shifts it was last used with (up to 40
+        planes): a later product that picks the same shifts (always in fast
+        mode at the same count) skips forming them.
+
+    Returns
+    -------
+    PreparedOperand
+
+    Examples
+    --------
+    >>> import numpy as np, ozaki
+    >>> F = ozaki.prepare(np.eye(4))
+    >>> X = np.arange(8.0).reshape(4, 2)
+    >>> bool(np.array_equal(ozaki.dgemm(F, X), ozaki.dgemm(np.eye(4), X)))
+    True
+    """
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+    arr = operand(A, "A", ndim=None)
+    if arr.ndim < 2:
+        raise ValueError(f"A must be at least 2-D to be prepared, got shape {arr.shape}")
+    arr = np.array(arr, copy=True)  # never changes under the caller's feet
+    arr.flags.writeable = False
+    return PreparedOperand(arr, side, keep_residues)
+
+
+def embed(X: np.ndarray, outer: int) -> np.ndarray:
+    """The real embedding of a complex stack: ``[Xr, Xi]`` (left) or ``[Xr; Xi]`` (right)."""
+    X = X.astype(np.complex128, copy=False)
+    return np.concatenate((X.real, X.imag), axis=2 if outer == 0 else 1)
