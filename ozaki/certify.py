@@ -226,7 +226,9 @@ class Normwise:
 def _sub_ratio(Ea, lo_a, Eb, lo_b):
     """``2**-1075 / (u ||a_i|| ||b_j||) = 2**(-1022 - E_a - E_b) / (lo_a lo_b)`` (may be inf)."""
     with np.errstate(over="ignore"):
-        return np.ldexp(1.0, np.clip(-1022 - Ea - Eb, -1100, 1100)) / (lo_a * lo_b)
+        # np.clip costs ~0.1 ms a call on small integer arrays; min/max do not
+        e = np.minimum(np.maximum(-1022 - Ea - Eb, -1100), 1100)
+        return np.ldexp(1.0, e) / (lo_a * lo_b)
 
 
 def normwise_ratio(na: Normwise, nb: Normwise, s, t, R, g2) -> np.ndarray:

@@ -32,6 +32,7 @@ each slice with its own count, all slices in one pass per step.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -56,7 +57,7 @@ class Lines:
                    np.logical_or.reduce([p.bad for p in parts]),
                    np.add.reduce([p.nnz for p in parts]))
 
-    @property
+    @cached_property
     def exponents(self) -> tuple[np.ndarray, np.ndarray]:
         """``(E, zero)``: ``|x| < 2**E`` on every line, and the all-zero flags."""
         return scaling.exponents(self.maxbits)
@@ -146,7 +147,7 @@ def choose_counts(evaluate, scheme: str, start, down: bool = True,
     ``first``, when given, is ``evaluate(start)`` already computed.
     """
     top = max_moduli(scheme)
-    n = np.clip(np.asarray(start, np.int64), MIN_MODULI, top)
+    n = np.minimum(np.maximum(np.asarray(start, np.int64), MIN_MODULI), top)
     cert = evaluate(n) if first is None else first
     ok = cert.uncertified == 0
     active = ok & (n > MIN_MODULI) if down else np.zeros_like(ok)
@@ -233,9 +234,12 @@ def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, sche
     ``operands(g) -> (A_g, B_g)`` gives a slice's matrices for the refinement.
     """
     m, n = bd.G.shape[1:]
-    nA, nB = np.broadcast_to(la.nnz, (b, m)), np.broadcast_to(lb.nnz, (b, n))
-    rF, cF = np.broadcast_to(bd.rF, (b, m)), np.broadcast_to(bd.cF, (b, n))
-    e, f = np.broadcast_to(e, (b, m)), np.broadcast_to(f, (b, n))
+
+    def full(x, width):  # a shared operand's data, read by every slice
+        return x if x.shape[0] == b else np.broadcast_to(x, (b, width))
+
+    nA, nB, rF, cF = full(la.nnz, m), full(lb.nnz, n), full(bd.rF, m), full(bd.cF, n)
+    e, f = full(e, m), full(f, n)
     auto = num_moduli == "auto"
     count0 = start if auto else num_moduli
 
@@ -315,8 +319,10 @@ def decide_fast(na: certify.Normwise, nb: certify.Normwise, b: int, scheme: str,
     is evaluated per entry and only the entries above the target fail.
     """
     m, n = na.E.shape[-1], nb.E.shape[-1]
-    na = certify.Normwise(*(np.broadcast_to(x, (b, m)) for x in vars(na).values()))
-    nb = certify.Normwise(*(np.broadcast_to(x, (b, n)) for x in vars(nb).values()))
+    if na.E.shape[0] != b:
+        na = certify.Normwise(*(np.broadcast_to(x, (b, m)) for x in vars(na).values()))
+    if nb.E.shape[0] != b:
+        nb = certify.Normwise(*(np.broadcast_to(x, (b, n)) for x in vars(nb).values()))
 
     def shifts(counts):
         H, R, g2 = plan_terms(scheme, counts)

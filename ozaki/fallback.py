@@ -88,8 +88,8 @@ def overflow_risk(A: np.ndarray, B: np.ndarray, Ea: np.ndarray, zero_a: np.ndarr
         Bc = np.where(np.isfinite(B[:, cols]), np.abs(B[:, cols]), 0.0)
         M = np.ldexp(Ar, -ea[rows][:, None]) @ np.ldexp(Bc, -eb[cols][None, :])
         M = M * (1 + (k + 2) * 2.0 ** -53) + k * 5e-324
-        limit = np.ldexp(1.0, np.clip(OVERFLOW_EXPONENT - ea[rows][:, None]
-                                      - eb[cols][None, :], -1100, 1100))
+        limit = np.ldexp(1.0, np.minimum(np.maximum(
+            OVERFLOW_EXPONENT - ea[rows][:, None] - eb[cols][None, :], -1100), 1100))
     mask = np.zeros((m, n), bool)
     mask[np.ix_(rows, cols)] = M >= limit
     return mask if mask.any() else None

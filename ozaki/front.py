@@ -40,7 +40,7 @@ def _stacked(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: i
                          bound_kind="normwise" if opts.mode == "fast" else "componentwise")
         info.slice_moduli = np.full(b, count)
         if opts.want_bound:
-            info.error_bound = np.zeros((b, m, n))
+            info.error_bound = np.zeros((b, m, n), dtype)  # complex: one per part
         return np.zeros((b, m, n), dtype), info  # exact: an empty sum
 
     def side(X, outer):

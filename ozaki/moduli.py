@@ -220,6 +220,10 @@ def crt_plan(scheme: str, num_moduli: int) -> CRTPlan:
 def plan_terms(scheme: str, counts: np.ndarray):
     """Per-slice CRT constants ``(H, R, g2)`` (each (b,)) for the counts ``counts`` (b,)."""
     counts = np.asarray(counts, np.int64)
+    if counts.size and counts.min() == counts.max():  # the common case: one count
+        plan = crt_plan(scheme, int(counts.flat[0]))
+        return (np.full(counts.shape, plan.H), np.full(counts.shape, plan.rounding),
+                np.full(counts.shape, plan.gamma2))
     table = np.zeros((3, max_moduli(scheme) + 1))
     for n in np.unique(counts):
         plan = crt_plan(scheme, int(n))

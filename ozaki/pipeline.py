@@ -210,7 +210,9 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     info.uncertified = int(dec.uncertified.sum())
     info.refined_block = dec.refined
     info.gemms += dec.gemms if opts.mode == "accurate" else 0
-    info.error_bound = dec.bound
+    # a decision the caller passed is not written into (the bound is finished in place)
+    info.error_bound = (dec.bound.copy() if decision is not None and dec.bound is not None
+                        else dec.bound)
     if info.uncertified and opts.policy == "raise":
         raise CertificationError(explain(dec, scheme, opts.mode, stacked=out.ndim == 3 and b > 1))
     t = np.ascontiguousarray(dec.t[:, :n] if complex_ else dec.t)

@@ -7,6 +7,7 @@ buffer. Requests beyond the cap are served by fresh arrays that are not kept.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 
@@ -63,7 +64,7 @@ class Workspace:
 
     def take(self, name: str, shape: tuple[int, ...], dtype=np.float64) -> np.ndarray:
         dtype = np.dtype(dtype)
-        size = int(np.prod(shape)) * dtype.itemsize
+        size = math.prod(shape) * dtype.itemsize
         buf = self._buffers.get(name)
         if buf is None or buf.size < size:
             grown = self.nbytes - (0 if buf is None else buf.nbytes) + size

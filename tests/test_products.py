@@ -101,9 +101,12 @@ def test_matmul_shapes_and_small_integers(sa, sb, rng):
     batch = np.broadcast_shapes(np.shape(A)[:-2] if A.ndim > 1 else (),
                                 np.shape(B)[:-2] if B.ndim > 1 else ())
     assert np.shape(info.slice_moduli) == batch
-    Cz = ozaki.matmul(A + 1j * A[..., ::-1], B)  # complex path, same shapes
+    Cz, iz = ozaki.matmul(A + 1j * A[..., ::-1], B, bounds=True)  # complex path
     assert Cz.dtype == np.complex128 and Cz.shape == np.shape(want)
     assert np.array_equal(Cz, np.matmul(A + 1j * A[..., ::-1], B))
+    # a complex product's bound is complex (one per part), empty products included
+    assert iz.error_bound.dtype == np.complex128 and iz.error_bound.shape == Cz.shape
+    assert np.all(iz.error_bound.real >= 0) and np.all(iz.error_bound.imag >= 0)
 
 
 @pytest.mark.parametrize("sa,sb", [s for s in SHAPES if 0 not in s[0] + s[1]])
@@ -149,8 +152,7 @@ def test_matmul_errors(rng):
     with pytest.raises(ValueError, match="do not broadcast"):
         ozaki.matmul(np.ones((2, 3, 4)), np.ones((3, 4, 5)))
     with pytest.raises(ValueError, match="do not broadcast"):
-        ozaki.matmul(np.ones((2, 1, 3, 4)), np.ones((2, 3, 4, 5))[:, :, :, :].reshape(
-            3, 2, 4, 5))
+        ozaki.matmul(np.ones((2, 1, 3, 4)), np.ones((3, 2, 4, 5)))
     with pytest.raises(ValueError, match="at least 1-D"):
         ozaki.matmul(np.float64(2.0), np.ones(3))
 
@@ -346,7 +348,9 @@ def test_zgemm_exact_reference_target_and_bounds(scheme, mode, rng):
                     for i in range(C.shape[0]):
                         for j in range(C.shape[1]):
                             er = abs(Fraction(C[i, j].real) - re[i][j])
+                            ei = abs(Fraction(C[i, j].imag) - im[i][j])
                             assert er <= U * abs(re[i][j]) + U * absre[i][j], (name, i, j)
+                            assert ei <= U * abs(im[i][j]) + U * absim[i][j], (name, i, j)
             # without bounds: the same bits
             C2 = ozaki.zgemm(A, B, scheme=scheme, mode=mode, num_moduli=count)
             assert same_bits(C2, C)
@@ -357,8 +361,7 @@ def test_zgemm_exact_reference_target_and_bounds(scheme, mode, rng):
 def test_zgemm_transposes(ta, tb, rng):
     A, B = crandom(rng, 3, 7), crandom(rng, 7, 2)
     op = {"N": lambda X: X, "T": lambda X: X.T, "C": lambda X: X.conj().T}
-    inv = {"N": lambda X: X, "T": lambda X: X.T, "C": lambda X: X.conj().T}
-    X, Y = inv[ta](A), inv[tb](B)  # op(X) = A, op(Y) = B
+    X, Y = op[ta](A), op[tb](B)  # each op is an involution: op(X) = A, op(Y) = B
     assert np.array_equal(op[ta](X), A) and np.array_equal(op[tb](Y), B)
     C = ozaki.zgemm(X, Y, trans_a=ta, trans_b=tb)
     assert same_bits(C, ozaki.zgemm(A, B))
@@ -386,6 +389,9 @@ def test_zgemm_alpha_beta(rng):
                 want = want + complex(beta) * C0
             assert same_bits(got, want), (alpha, beta)
         assert same_bits(ozaki.zgemm(A, B, C0, alpha=0.0, beta=1j), 1j * C0)
+        _, info = ozaki.zgemm(A, B, C0, alpha=0.0, beta=1j, bounds=True)
+        assert info.gemms == 0 and info.error_bound.dtype == np.complex128
+        assert not info.error_bound.any()
     # beta == 0 never reads C
     assert same_bits(ozaki.zgemm(A, B, np.full((3, 4), np.nan + 0j)), ozaki.zgemm(A, B))
 
@@ -466,6 +472,22 @@ def test_gemm_and_matmul_complex_equal_zgemm(rng):
                 check_slices(As.real, Bs, **kw)  # real stack @ complex stack
 
 
+@pytest.mark.parametrize("scheme", ["int8", "fp64"])
+@pytest.mark.parametrize("count", ["auto", 10])
+def test_complex_stack_with_fallback_and_overflow_slices(scheme, count, rng):
+    A = np.stack([FALLBACK_A * (1 + 1j), FALLBACK_A + 1j * FALLBACK_A[::-1],
+                  crandom(rng, 3, 3), np.full((3, 3), 1e308) * (1 - 1j)])
+    B = np.stack([FALLBACK_B * (1 - 2j), FALLBACK_B + 0j, FALLBACK_B * 1j,
+                  np.full((3, 2), 1 + 1j)])
+    C, info, infos = check_slices(A, B, scheme=scheme, num_moduli=count)
+    assert info.exact_entries > 0 and not np.isnan(C.view(np.float64)).any()
+    assert C[3, 0, 0] == complex(np.inf, 0.0)  # exact: Re 6e308 overflows, Im 0
+    if count == "auto":
+        assert info.fallback_entries > 0
+    AF = np.ascontiguousarray(A.transpose(0, 2, 1)).transpose(0, 2, 1)
+    assert same_bits(ozaki.matmul(AF, B, scheme=scheme, num_moduli=count), C)
+
+
 # -- 4. prepared operands ----------------------------------------------------------
 
 def partners(rng, k, n, complex_=False):
@@ -485,6 +507,11 @@ def test_prepared_left_operand(complex_, mode, rng):
     P = ozaki.prepare(A)
     assert isinstance(P, ozaki.PreparedOperand) and P.side == "left" and P.shape == A.shape
     Bs = partners(rng, 16, 3, complex_)
+    # the partners' accurate-mode shifts of A differ (they depend on the partner too)
+    backend = get_backend()
+    shifts = [decide(P.stack(complex_, backend), _prep(_embed_right(B), 1),
+                     _opts("fp64", "accurate"), 1, complex_).s for B in Bs]
+    assert not all(np.array_equal(shifts[0], x) for x in shifts[1:])
     for rep in range(2):  # the second pass runs with the residue cache filled
         for B in Bs:
             for count in ("auto", 9):
@@ -495,6 +522,27 @@ def test_prepared_left_operand(complex_, mode, rng):
                 assert same_bits(f(P, B, **kw), want)  # repeated
                 assert same_bits(ozaki.gemm(P, B, **kw), want)
                 assert same_bits(ozaki.matmul(P, B, **kw), want)
+
+
+def _embed_right(B):
+    """``B`` as the pipeline holds a right operand (``[Br; Bi]`` when complex)."""
+    return np.concatenate((B.real, B.imag)) if np.iscomplexobj(B) else B
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_prepared_real_operand_in_complex_products(mode, rng):
+    A, B = test_matrix(3, 8, 1.0, rng), crandom(rng, 8, 2)
+    P, PB = ozaki.prepare(A), ozaki.prepare(B.real, side="right")
+    want = ozaki.zgemm(A, B, mode=mode)
+    assert same_bits(ozaki.gemm(P, B, mode=mode), want)
+    assert same_bits(ozaki.matmul(P, B, mode=mode), want)
+    assert same_bits(ozaki.matmul(P, np.stack([B, 2 * B]), mode=mode)[1],
+                     ozaki.zgemm(A, 2 * B, mode=mode))
+    assert same_bits(ozaki.gemm(A + 1j, PB, mode=mode), ozaki.zgemm(A + 1j, B.real, mode=mode))
+    assert same_bits(ozaki.dgemm(P, B.real, mode=mode), ozaki.dgemm(A, B.real, mode=mode))
+    v = rng.standard_normal(8)
+    assert same_bits(ozaki.matmul(P, v, mode=mode), ozaki.matmul(A, v, mode=mode))
+    assert ozaki.matmul(P, v).shape == (3,)
 
 
 @pytest.mark.parametrize("complex_", [False, True])
@@ -521,6 +569,9 @@ def test_prepared_right_operand_and_stacks(complex_, mode, rng):
         PA = ozaki.prepare(lefts[1])
         Bs = np.stack([B, B * 2.0 ** -500, make(12, 3, 4.0)])
         assert same_bits(ozaki.matmul(PA, Bs, **kw), ozaki.matmul(lefts[1], Bs, **kw))
+        P23 = ozaki.prepare(np.stack([As, 2.0 ** 7 * As]))  # batch (2, 3) @ (3, k, n)
+        assert same_bits(ozaki.matmul(P23, Bs, **kw),
+                         ozaki.matmul(np.stack([As, 2.0 ** 7 * As]), Bs, **kw))
         PS = ozaki.prepare(As)  # full batch shape
         assert same_bits(ozaki.matmul(PS, Bs, **kw), ozaki.matmul(As, Bs, **kw))
         assert same_bits(ozaki.matmul(PS, P, **kw), want)
@@ -705,6 +756,25 @@ def test_column_blocks_with_the_whole_decision_give_the_whole_bits(case, mode, c
         assert same_bits(np.concatenate(parts, axis=2), whole)
         assert same_bits(np.concatenate(bounds, axis=2), info.error_bound)
         assert fb == info.fallback_entries
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_emulate_leaves_a_given_decision_alone(mode, rng):
+    # one decision serves several pieces (or repeated calls): emulate must not finish
+    # the bound in place in the caller's decision (it did: the second call's bound
+    # then counted the final rounding twice)
+    A, B = test_matrix(3, 8, 1.0, rng)[None], test_matrix(8, 2, 1.0, rng)[None]
+    opts = _opts("int8", mode, 8, bounds=True)
+    pa, pb = _prep(A, 0), _prep(B, 1)
+    dec = decide(pa, pb, opts, 1)
+    before = dec.bound.copy()
+    out1, out2 = np.empty((1, 3, 2)), np.empty((1, 3, 2))
+    i1 = emulate(pa, pb, opts, out1, decision=dec)
+    i2 = emulate(pa, pb, opts, out2, decision=dec)
+    assert same_bits(dec.bound, before)
+    assert same_bits(out1, out2) and same_bits(i1.error_bound, i2.error_bound)
+    _, info = ozaki.dgemm(A[0], B[0], scheme="int8", mode=mode, num_moduli=8, bounds=True)
+    assert same_bits(i2.error_bound[0], info.error_bound)
 
 
 def _column_data(pa, pb_parts, opts, k):
