@@ -304,8 +304,9 @@ def normwise_entries(na: Normwise, nb: Normwise, s, t, R, g2, ratio, bound=None)
             T = (np.ldexp(nb.hi1[jb][None, :], Eb[None, :] - sa[:, None])
                  + np.ldexp(na.hi1[ia][:, None], Ea[:, None] - tb[None, :]))
             rec = np.ldexp(R, -(sa[:, None] + tb[None, :]))
-            big = 2 * g2 * np.ldexp(na.hi2[ia][:, None] * nb.hi2[jb][None, :],
-                                    Ea[:, None] + Eb[None, :])
+            # 0 when g2 == 0 (one CRT level), even where ||a|| ||b|| overflows
+            big = 0.0 if g2 == 0 else 2 * g2 * np.ldexp(
+                na.hi2[ia][:, None] * nb.hi2[jb][None, :], Ea[:, None] + Eb[None, :])
             bound[np.ix_(ia, jb)] = (((1 + U) * (T + rec) + big + 2.0 ** -1075) * _SAFETY
                                      + 4 * 5e-324)
     return int((ratio > 1).sum())
