@@ -279,7 +279,9 @@ def normwise_entries(na: Normwise, nb: Normwise, s, t, R, g2, ratio, bound=None)
             sa, tb = s[:, :, None].astype(np.int64), t[:, None, :].astype(np.int64)
             T = (np.ldexp(nb.hi1[:, None, :], Eb - sa) + np.ldexp(na.hi1[:, :, None], Ea - tb))
             rec = np.ldexp(Ra, -(sa + tb))
-            big = 2 * ga * np.ldexp(na.hi2[:, :, None] * nb.hi2[:, None, :], Ea + Eb)
+            # 0 where g2 == 0 (one CRT level), even where ||a|| ||b|| overflows
+            norms = np.ldexp(na.hi2[:, :, None] * nb.hi2[:, None, :], Ea + Eb)
+            big = np.where(ga > 0, 2 * ga * norms, 0.0)
             bound[...] = np.where(live, ((1 + U) * (T + rec) + big + 2.0 ** -1075) * _SAFETY
                                   + 4 * 5e-324, 0.0)
     return (ratio > 1).sum(axis=(1, 2))

@@ -240,7 +240,16 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
             backend.complex_store(*P, p, store[i], n)
             info.gemms += 3 * gemms_per_modulus(engine, p)
         else:
-            prod = modular_product(backend, engine, ra, rb, p, ws.take("prod", (b, m, n)))
+            prod = ws.take("prod", (b, m, n))
+            if wide_b and ra.flags.c_contiguous:  # one wide GEMM: (b m, k) @ (k, n)
+                modular_product(backend, engine, ra.reshape(1, b * m, k), rb, p,
+                                prod.reshape(1, b * m, n))
+            elif wide_a:  # one wide GEMM: (m, k) @ (k, b n)
+                wide = modular_product(backend, engine, ra,
+                                       rb.transpose(1, 0, 2).reshape(1, k, b * n), p)
+                prod[...] = wide.reshape(m, b, n).transpose(1, 0, 2)
+            else:  # one batched GEMM
+                modular_product(backend, engine, ra, rb, p, prod)
             backend.store(prod, p, store[i])
             info.gemms += gemms_per_modulus(engine, p)
         t2 = time.perf_counter()

@@ -303,3 +303,13 @@ def test_fallback_results_do_not_depend_on_thread_counts(rng):
                     assert info.fallback_entries == info_ref.fallback_entries
     finally:
         numba.set_num_threads(before)
+
+
+def test_fast_mode_bound_is_never_nan_at_one_crt_level():
+    # one CRT level (gamma2 = 0) with ||a|| ||b|| beyond the overflow threshold
+    A = np.array([[1e300, 1e-300, 1.0]])
+    B = np.array([[0.0], [1e300], [0.0]])
+    C, info = ozaki.dgemm(A, B, scheme="int8", mode="fast", num_moduli=4, bounds=True)
+    bound = info.error_bound[0, 0]
+    assert not np.isnan(bound)  # inf is an honest bound here: the norms overflow
+    assert bound == np.inf or abs(Fraction(C[0, 0]) - 1) <= Fraction(bound)

@@ -1,4 +1,5 @@
-"""The validation suite: its references, and the quick tier end to end."""
+"""The validation suite: its references, its checks (shown able to fail), and the quick
+tier end to end, adversarial family included."""
 
 import json
 import os
@@ -9,8 +10,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from validation.metrics import Reference
+from validation.families import adversarial_cases, find
+from validation.metrics import RationalReference, Reference, round_fraction
 from validation.reference import dd_matmul, exact_expansion, fraction_matmul, test_matrix
+from validation.suite import KNOWN_ISSUES, CaseRun, run_case
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -73,19 +76,25 @@ def test_reference_decisions_are_exact(force_dd, rng):
                                            for i in range(4)])).any()
 
 
-def test_quick_tier(tmp_path):
-    out = tmp_path / "v"
+@pytest.fixture(scope="module")
+def quick_tier(tmp_path_factory):
+    """The quick tier, run once for this module: ``(output folder, results)``."""
+    out = tmp_path_factory.mktemp("validation") / "v"
     proc = subprocess.run([sys.executable, "-m", "validation", "--quick", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return out, json.loads((out / "results.json").read_text())
+
+
+def test_quick_tier(quick_tier):
+    out, res = quick_tier
     for name in ("report.md", "report.rst", "results.json"):
         assert (out / name).stat().st_size > 0
     assert list(out.glob("*.png"))
-    res = json.loads((out / "results.json").read_text())
-    assert set(res) == {"meta", "cases", "failures"}
+    assert set(res) == {"meta", "cases", "failures", "known_issues"}
     assert res["meta"]["tier"] == "quick" and res["failures"] == []
     families = {c["family"] for c in res["cases"]}
-    assert {"phi", "integer", "hilbert", "banded", "cancel-proj"} <= families
+    assert {"phi", "integer", "hilbert", "banded", "cancel-proj", "adversarial"} <= families
     for c in res["cases"]:
         assert {"name", "m", "n", "k", "reference", "native", "runs"} <= set(c)
         assert {"max_rel", "median_rel", "max_nrm", "median_nrm"} <= set(c["native"])
@@ -93,23 +102,209 @@ def test_quick_tier(tmp_path):
         assert seen == {(s, m) for s in ("int8", "fp8", "fp64") for m in ("accurate", "fast")}
         for r in c["runs"]:
             assert {"num_moduli", "gemms", "max_rel", "max_nrm", "uncertified",
-                    "fallback"} <= set(r)
-            if r["mode"] == "accurate":
-                assert r["bound"]["max_err_over_bound"] <= 1
+                    "fallback", "exact_entries", "special"} <= set(r)
+            assert r["fallback"] in ("none", "exact")
+            assert r["bound"]["max_err_over_bound"] <= 1  # both modes give bounds now
+    report = (out / "report.md").read_text()
+    assert "## Adversarial inputs" in report and "native fallback" not in report
+
+
+def test_no_known_issues_remain(quick_tier):
+    _, res = quick_tier
+    assert KNOWN_ISSUES == () and res["known_issues"] == []
+
+
+def test_adversarial_family_passes(quick_tier):
+    _, res = quick_tier
+    cases = {c["name"]: c for c in res["cases"] if c["family"] == "adversarial"}
+    assert set(cases) == {c.name for c in adversarial_cases()}
+    for c in cases.values():
+        assert c["failures"] == [] and c["reference"]["kind"] == "rational"
+        for r in c["runs"]:  # every scheme, mode and count: the special-value semantics
+            assert r["special"] == {"nan": 0, "inf_where_finite": 0, "overflow_wrong": 0}
+            assert r["exact_entries"] >= c["reference"]["guard_entries"]
+    assert cases["adv-signs-1.5e308"]["reference"]["overflow_entries"] > 0
+    assert cases["adv-overflow-result"]["reference"]["overflow_entries"] == 5
+    assert cases["adv-subnormal"]["reference"]["subnormal_entries"] > 0
+    # numpy gets special values wrong on these inputs; ozaki must not
+    assert cases["adv-overflow-cancel"]["native"]["special"]["inf_where_finite"] > 0
+    fg = [r for r in cases["adv-fallback-guard"]["runs"]
+          if r["requested"] == "auto" and r["mode"] == "accurate"]
+    for r in fg:  # both kinds of exactly computed entries in one product
+        assert 0 < r["fallback_entries"] < r["exact_entries"]
+    fast = {r["scheme"]: r for r in cases["adv-fast-2049"]["runs"] if r["mode"] == "fast"
+            and r["requested"] == "auto"}
+    assert all(r["certified"] for r in fast.values())
+    assert fast["int8"]["max_rel"] > 2.0 ** -53  # beyond u |AB|: the final rounding counts
+
+
+# -- the references on adversarial inputs -------------------------------------
+
+@pytest.mark.parametrize("q,want", [
+    (Fraction(2 ** 1024 - 2 ** 971), 1.7976931348623157e308),  # max double exactly
+    (Fraction(2 ** 1024 - 2 ** 970 - 1), 1.7976931348623157e308),  # just below the tie
+    (Fraction(2 ** 1024 - 2 ** 970), np.inf),  # the tie rounds to even: 2**1024
+    (-Fraction(2 ** 1100), -np.inf),
+    (Fraction(3, 10) * Fraction(5e-324), 0.0),
+    (Fraction(7, 10) * Fraction(5e-324), 5e-324),
+    (Fraction(1, 2) * Fraction(5e-324), 0.0),  # tie to even
+    (Fraction(3, 2) * Fraction(5e-324), 1e-323),
+])
+def test_round_fraction_is_correct_rounding(q, want):
+    assert round_fraction(q) == want
+
+
+def test_rational_reference_agrees_with_the_expansions(rng):
+    A, B = test_matrix(4, 30, 2.0, rng), test_matrix(30, 3, 2.0, rng)
+    ex, ra = Reference(A, B), RationalReference(A, B)
+    assert np.array_equal(ex.S, ra.S) and np.array_equal(ex.T, ra.T)
+    C = ex.S.copy()
+    C[0, 0] = (A @ B)[0, 0]
+    C[1, 2] = np.nextafter(ex.S[1, 2], np.inf)  # one ulp off the correctly rounded value
+    assert np.array_equal(ex.errors(C)[0], ra.errors(C)[0])
+    for check in ("misses_target", "misses_normwise"):
+        assert np.array_equal(getattr(ex, check)(C), getattr(ra, check)(C))
+    X = ex.errors(C)[0]
+    for Y in (X, np.nextafter(X, 0), np.nextafter(X, 1)):
+        assert np.array_equal(ex.exceeds(C, Y), ra.exceeds(C, Y))
+    mask = np.ones(C.shape, bool)
+    want = [[0, 0], [1, 2]] if C[0, 0] != ex.S[0, 0] else [[1, 2]]
+    assert np.argwhere(ex.not_rounded(C, mask)).tolist() == want
+    assert np.argwhere(ra.not_rounded(C, mask)).tolist() == want
+
+
+def test_rational_reference_handles_overflow_and_subnormals():
+    A, B = np.array([[1.0, -2.0, 1e308], [5e-324, 0.0, 0.0]]), np.array([[0.3], [1e308], [3.5]])
+    ref = RationalReference(A, B)
+    assert ref.S[0, 0] == 1.5e308 and ref.T[0, 0] == np.inf and ref.guard[0, 0]
+    assert ref.S[1, 0] == 0.0 and not ref.zero[1, 0]  # 0.3 * 2**-1074 rounds to zero
+    C = np.array([[1.5e308], [0.0]])
+    err = ref.errors(C)[0]
+    assert err[0, 0] == 0.3 and err[1, 0] == 0.0  # |C - AB| = 0.3, 0.3 * 2**-1074 rounded
+    assert not ref.special(C)["nan"].any() and not ref.not_rounded(C, np.ones((2, 1), bool)).any()
+    # an error of 0.3 * 2**-1074 is above a zero bound, though it rounds to 0
+    assert ref.exceeds(C, np.zeros((2, 1)))[1, 0]
+    assert not ref.exceeds(C, np.full((2, 1), 5e-324))[1, 0]
+    ovf = RationalReference(np.array([[1e308, 1e308]]), np.array([[1.0], [1.0]]))
+    assert ovf.overflow[0, 0] and ovf.S[0, 0] == np.inf
+    assert ovf.errors(np.array([[np.inf]]))[0][0, 0] == 0.0  # the right infinity
+    assert ovf.errors(np.array([[-np.inf]]))[0][0, 0] == np.inf
+
+
+def test_double_double_reference_checks_rounding_within_its_radius(rng):
+    A, B = test_matrix(3, 40, 1.0, rng), test_matrix(40, 3, 1.0, rng)
+    ref = Reference(A, B, force_dd=True)
+    F = fraction_matmul(A, B)
+    C = np.array([[float(F[i][j]) for j in range(3)] for i in range(3)])
+    mask = np.ones(C.shape, bool)
+    assert not ref.not_rounded(C, mask).any()
+    C[2, 0] = np.nextafter(C[2, 0], -np.inf)
+    assert np.argwhere(ref.not_rounded(C, mask)).tolist() == [[2, 0]]
+
+
+# -- the checks catch planted violations ------------------------------------
+
+def _fabricated(error_bound=None, certified=False):
+    from types import SimpleNamespace
+    return SimpleNamespace(error_bound=error_bound, certified=certified, fallback="none")
+
+
+def _checks(cr):
+    return {f["check"]: f for f in cr.failures}
+
+
+def _loose_bound(ref):
+    """Two ulps of the exact value: above the error of any result one ulp off."""
+    return 2.0 ** -51 * np.abs(ref.S) + 5e-324
 
 
 def test_broken_promises_are_caught():
-    from types import SimpleNamespace
-
-    from validation.families import find
-    from validation.suite import CaseRun
-
     cr = CaseRun(find("hilbert-12"))
     C = cr.A @ cr.B
     T = cr.ref.T
     C[3, 4] += 1e-6 * T[3, 4]  # far beyond the bound and the target
-    info = SimpleNamespace(error_bound=2.0 ** -40 * T, certified=True, fallback="none")
     rec = {"scheme": "fp64", "mode": "accurate", "requested": 6}
-    cr._measure(rec, C, info)
+    cr._measure(rec, C, _fabricated(2.0 ** -40 * T, certified=True))
     assert {f["check"] for f in cr.failures} == {"bound", "target"}
     assert all(f["first"] == [3, 4] and f["entries"] == 1 for f in cr.failures)
+
+
+def test_special_value_violations_are_caught():
+    cr = CaseRun(find("adv-overflow-result"))
+    S = cr.ref.S  # columns: inf, -inf, inf, max, max / 0, 0, inf, inf, max
+    C = S.copy()
+    C[0, 1] = np.nan  # exact 0
+    C[2, 0] = np.finfo(float).max  # exact value rounds to inf: the tie 2**1024 - 2**970
+    C[1, 0] = np.inf  # the wrong infinity
+    C[3, 0] = np.inf  # exact value rounds to the largest double
+    cr._measure({"scheme": "int8", "mode": "accurate", "requested": 6}, C, _fabricated())
+    got = _checks(cr)
+    assert set(got) == {"nan", "overflow_wrong", "inf_where_finite", "guard-rounding"}
+    assert got["nan"]["first"] == [0, 1]
+    assert got["overflow_wrong"]["entries"] == 2 and got["overflow_wrong"]["first"] == [1, 0]
+    assert got["inf_where_finite"]["first"] == [3, 0]
+    assert got["guard-rounding"]["entries"] == 4  # all four are guarded entries
+
+
+def test_an_incorrectly_rounded_fallback_entry_is_caught():
+    cr = CaseRun(find("adv-hidden-small"))
+    C = cr.ref.S.copy()
+    C[0, 0] = np.nextafter(C[0, 0], 2.0)  # one ulp off: within u |C|, not correctly rounded
+    mask = np.zeros(C.shape, bool)
+    mask[0, 0] = True
+    eb = _loose_bound(cr.ref)
+    cr._measure({"scheme": "int8", "mode": "accurate", "requested": "auto"}, C,
+                _fabricated(eb), mask)
+    assert set(_checks(cr)) == {"fallback-rounding"}
+    assert _checks(cr)["fallback-rounding"]["first"] == [0, 0]
+
+
+def test_nan_bounds_fail():
+    cr = CaseRun(find("adv-hidden-small"))
+    eb = _loose_bound(cr.ref)
+    eb[2, 1] = np.nan
+    cr._measure({"scheme": "int8", "mode": "accurate", "requested": 4}, cr.ref.S.copy(),
+                _fabricated(eb))
+    assert set(_checks(cr)) == {"bound-nan"} and _checks(cr)["bound-nan"]["first"] == [2, 1]
+    cr._measure({"scheme": "int8", "mode": "fast", "requested": 4}, cr.ref.S.copy(),
+                _fabricated(eb))
+    assert len(cr.failures) == 2 and cr.known == []
+
+
+def test_normwise_check_covers_the_final_rounding_exactly():
+    cr = CaseRun(find("adv-fast-2049"))
+    ref = cr.ref
+    V = ref.exact_value(0, 0)
+    norm2 = ref.exact_norm2("a", 0)  # ||a|| ||b|| = ||a||**2: a = b
+    assert ref.exact_norm2("b", 0) == norm2
+    target = Fraction(1, 2 ** 53) * (abs(V) + norm2)  # about one ulp of V
+    got, want = [], []
+    for steps in range(-3, 4):  # the doubles around V, decided exactly
+        c = float(V)
+        for _ in range(abs(steps)):
+            c = np.nextafter(c, np.inf if steps > 0 else -np.inf)
+        got.append(bool(ref.misses_normwise(np.array([[c]]))[0, 0]))
+        want.append(abs(Fraction(c) - V) > target)
+    assert got == want and True in want and False in want
+    # ozaki's result meets the target, but not the former claim u ||a|| ||b||
+    import ozaki
+    C, info = ozaki.dgemm(cr.A, cr.B, scheme="int8", mode="fast", bounds=True)
+    assert info.certified and not ref.misses_normwise(C)[0, 0]
+    assert ref.exceeds(C, np.array([[float(Fraction(1, 2 ** 53) * norm2)]]))[0, 0]
+
+
+def test_a_wrong_ozaki_result_fails_the_case(monkeypatch):
+    import validation.suite as suite
+    dgemm = suite.ozaki.dgemm
+
+    def off_by_overflow(*args, **kwargs):
+        out = dgemm(*args, **kwargs)
+        C = out[0] if isinstance(out, tuple) else out
+        C[0, 0] = np.inf  # exactly 1.5e308
+        return out
+
+    monkeypatch.setattr(suite.ozaki, "dgemm", off_by_overflow)
+    res = run_case(find("adv-overflow-cancel"))
+    checks = {f["check"] for f in res["failures"]}
+    assert {"inf_where_finite", "guard-rounding"} <= checks
+    assert all(f["first"] == [0, 0] for f in res["failures"])

@@ -1,4 +1,5 @@
-"""Test cases: the literature's phi matrices over a k sweep, and hard structured families.
+"""Test cases: the literature's phi matrices over a k sweep, hard structured families,
+and adversarial inputs (special values, certificate holes) with a rational reference.
 
 Every case is rebuilt from its name alone (:func:`build`), so a failure reported by
 the suite is reproduced by ``A, B = validation.families.build(name)``.
@@ -111,10 +112,96 @@ def _powers(c, rng):
             rng.choice([-1.0, 1.0], (c.k, c.n)) * _pow2(rng, -30, 30, (c.k, c.n)))
 
 
+# -- adversarial inputs (issue "Reliability: close the certificate and special-value
+#    holes found by adversarial testing"); exact values checked in rational arithmetic
+
+_TOP = 2.0 ** 1023
+
+
+def _adv_fast_2049(rng):
+    # fast mode's reproducer: |C - AB| = 1.23 u ||a||_2**2 > u ||a||_2 ||b||_2 (its own seed)
+    r = np.random.default_rng(17)
+    M = r.integers(2 ** 52, 2 ** 53, 2048, dtype=np.int64) | 2047
+    a = np.r_[1.0, M * 2.0 ** -60]
+    return a[None], a[:, None].copy()
+
+
+def _adv_overflow_cancel(rng):
+    # 1.5e308 (left to right: -inf), 1e308 - 1, 1e308 (numpy: inf at k = 3), 1e616 -> inf
+    return (np.array([[1.0, -2.0, 1e308], [1e308, 1e308, -1e308]]),
+            np.array([[0.0, 1.0], [1e308, 1.0], [3.5, 1.0]]))
+
+
+def _adv_pow2_cancel(rng):
+    # 1 + 2**1200 - 2**1200 = 1 (terms beyond the range cancel), and 1 + 2**1201 -> inf
+    return (np.array([[2.0 ** 1000, 2.0 ** 600, -2.0 ** 600]]),
+            np.array([[2.0 ** -1000, 2.0 ** -1000], [2.0 ** 600, 2.0 ** 600],
+                      [2.0 ** 600, -2.0 ** 600]]))
+
+
+def _adv_signs(rng):
+    # random sign patterns of 1.5e308, k = 7: exact values +-1.5e308 or beyond the range
+    return rng.choice([-1.0, 1.0], (5, 7)) * 1.5e308, rng.choice([-1.0, 1.0], (7, 4))
+
+
+def _adv_overflow_result(rng):
+    # +-2e308 -> +-inf; 2**1024 - 2**970 (the tie) -> inf; one less -> max; max exactly
+    A = np.array([[1e308, -1e308, 1e308, 1e308], [-1e308, 1e308, -1e308, -1e308],
+                  [_TOP, _TOP - 2.0 ** 970, 0.0, 0.0], [_TOP, _TOP - 2.0 ** 970, -1.0, 0.0],
+                  [_TOP, _TOP - 2.0 ** 971, 0.0, 0.0]])
+    return A, np.array([[1.0, 1.0], [1.0, 1.0], [1.0, -1.0], [1.0, 1.0]])
+
+
+def _adv_subnormal(rng):
+    # subnormal inputs and results: 5e-324 * 0.3 -> 0, * 0.7 -> 5e-324, * 0.5 -> 0 (tie
+    # to even), * 1.5 -> 1e-323; cancellation below 2**-1022; subnormal times 2**600
+    A = np.array([[5e-324, 0.0], [2.0 ** -1060, -2.0 ** -1060],
+                  [2.0 ** -1000, 3 * 5e-324], [3e-310, 1e-300]])
+    B = np.array([[0.3, 0.7, 0.5, 1.5, 2.0 ** 600],
+                  [0.25, -0.25, 2.0 ** -30, 1.0, 2.0 ** -600]])
+    return A, B
+
+
+def _adv_hidden(rng):
+    # (AB)_00 = 1 comes from 1e-300 * 1e300, invisible next to the 1e300 in row 0
+    return (np.array([[1e300, 1e-300, 1.0], [2.0, 3.0, -1.0], [0.5, 1e-300, 4.0]]),
+            np.array([[0.0, 1.0], [1e300, 1.0], [0.0, 2.0]]))
+
+
+def _adv_fallback_guard(rng):
+    # phi = 4 data with a near-overflow row 0 (overflow guard) and a hidden product in
+    # entry (1, 1) (uncertified: exact fallback)
+    A, B = test_matrix(6, 10, 4.0, rng), test_matrix(10, 5, 4.0, rng)
+    A[0, :5] = [1e308, -1e308, 1e308, 7.0, 1e-300]
+    B[:5, 0] = [1.0, 1.0, 1.0, 1e300, 1e300]
+    A[1] = 0.0
+    A[1, :3] = [1e300, 1e-300, 1.0]
+    B[:, 1] = 0.0
+    B[1, 1] = 1e300
+    return A, B
+
+
+#: name -> (m, k, n, builder)
+ADVERSARIAL = {"fast-2049": (1, 2049, 1, _adv_fast_2049),
+               "overflow-cancel": (2, 3, 2, _adv_overflow_cancel),
+               "pow2-cancel": (1, 3, 2, _adv_pow2_cancel),
+               "signs-1.5e308": (5, 7, 4, _adv_signs),
+               "overflow-result": (5, 4, 2, _adv_overflow_result),
+               "subnormal": (4, 2, 5, _adv_subnormal),
+               "hidden-small": (3, 3, 2, _adv_hidden),
+               "fallback-guard": (6, 10, 5, _adv_fallback_guard)}
+ADV_COUNTS = (2, 3, 4, 5, 6, 8, 12, 16, 20)  # low counts: one CRT level, coarse shifts
+
+
+def _adversarial(c, rng):
+    return ADVERSARIAL[c.params["input"]][3](rng)
+
+
 BUILDERS = {"phi": _phi, "cancel-proj": _cancel_proj, "cancel-pair": _cancel_pair,
             "integer": _integer, "hilbert": _hilbert, "vandermonde": _vandermonde,
             "rows-2^100": _rows, "inner-2^60": _inner, "triangular": _triangular,
-            "banded": _banded, "rank-one": _rank_one, "pow2": _powers}
+            "banded": _banded, "rank-one": _rank_one, "pow2": _powers,
+            "adversarial": _adversarial}
 
 
 def _phi_case(phi, m, k, counts=ALL, **params) -> Case:
@@ -137,6 +224,13 @@ def _special(quick: bool) -> list[Case]:
             Case(f"pow2-k{k}", "pow2", m, m, k)]
 
 
+def adversarial_cases() -> list[Case]:
+    """The adversarial family (both tiers): small shapes, exact rational reference."""
+    return [Case(f"adv-{key}", "adversarial", m, n, k, None, ADV_COUNTS,
+                 {"input": key, "ref": "rational"})
+            for key, (m, k, n, _) in ADVERSARIAL.items()]
+
+
 def full_cases() -> list[Case]:
     cases = [_phi_case(phi, 16, 4096, table=True, sweep=phi == 1.0)  # error vs moduli
              for phi in PHIS]
@@ -150,7 +244,7 @@ def full_cases() -> list[Case]:
                 continue
             m = 16 if k <= 16384 else 8 if k < 131072 else 4
             cases.append(_phi_case(phi, m, k, counts=()))
-    cases += _special(quick=False)
+    cases += _special(quick=False) + adversarial_cases()
     # larger shapes, checked against the double-double reference
     even = tuple(range(2, 21, 2))
     cases += [_phi_case(1.0, 64, 4096, counts=even, large=True),
@@ -167,7 +261,7 @@ def quick_cases() -> list[Case]:
               _phi_case(1.0, 2, 65537, counts=(), sweep=True),  # FP8 accumulation blocks
               Case("phi0.5-k512-m48-dd", "phi", 48, 48, 512, 0.5, (8, 14),
                    params={"ref": "dd", "large": True})]  # the double-double reference
-    return cases + _special(quick=True)
+    return cases + _special(quick=True) + adversarial_cases()
 
 
 def cases(quick: bool) -> list[Case]:

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .report import PEERS, SCHEMES, U, _auto, _table_cases  # noqa: E402
+from .report import PEERS, SCHEMES, U, _auto, _table_cases, regular_cases  # noqa: E402
 
 FLOOR = 1e-4  # exact results (error 0) are drawn here, in units of u
 
@@ -60,7 +60,7 @@ def error_vs_moduli(res, out: Path) -> list[tuple[str, str]]:
 
 
 def auto_vs_native(res, out: Path) -> list[tuple[str, str]]:
-    cases = res["cases"]
+    cases = regular_cases(res)
     x = np.arange(len(cases))
     fig, axes = plt.subplots(3, 1, figsize=(max(10, 0.22 * len(cases) + 3), 11), sharex=True)
     for ax, scheme in zip(axes, SCHEMES):
@@ -76,7 +76,7 @@ def auto_vs_native(res, out: Path) -> list[tuple[str, str]]:
                     label="auto fast error")
         fb = [i for i, a in enumerate(acc) if a["fallback_entries"]]
         ax.semilogy(fb, [_u(acc[i]["max_nrm"]) for i in fb], "o", ms=9, mfc="none",
-                    color="tab:red", label="native fallback")
+                    color="tab:red", label="exact fallback")
         ax.axhline(1.0, color="k", lw=0.8)
         ax.set_ylabel(f"{scheme}: max err / (|A||B|)  [u]", fontsize=8)
         ax.grid(alpha=0.3)

@@ -3,8 +3,9 @@
 * :func:`exact_matmul` - the exactly rounded product: every term ``a b`` is split
   error-free into ``p + e`` (Veltkamp/Dekker, no FMA) and ``math.fsum`` rounds
   the exact sum once. Valid while no term over- or underflows (checked).
-* :func:`fraction_matmul` - exact rational arithmetic, for tiny shapes and for
-  cross-checking the former.
+* :func:`fraction_matmul` - exact rational arithmetic, for tiny shapes (the
+  adversarial family's reference, any finite magnitudes) and for cross-checking
+  the former.
 * :func:`exact_expansion` - the exact product entry by entry, as a short sum of
   nonoverlapping doubles (so exact decisions cost one ``math.fsum`` each).
 * :func:`dd_matmul` - a double-double GEMM (Ogita-Rump-Oishi Dot2: TwoProduct by
@@ -21,7 +22,7 @@ import numba as nb
 import numpy as np
 
 __all__ = ["exact_matmul", "fraction_matmul", "test_matrix", "componentwise_errors",
-           "expansion", "exact_expansion", "dd_matmul"]
+           "expansion", "exact_expansion", "dd_matmul", "in_split_range"]
 
 _SPLIT = 134217729.0  # 2**27 + 1
 
@@ -111,11 +112,19 @@ def expansion(terms: list[float]) -> list[float]:
         parts.append(s)
 
 
-def _check_range(*arrays) -> None:
+def in_split_range(*arrays) -> bool:
+    """Whether every finite nonzero entry lies in ``[2**-480, 2**480]``, where the
+    error-free split of every product (and of its square) is exact."""
     for X in arrays:
         nz = np.abs(X[(X != 0) & np.isfinite(X)])
         if nz.size and (nz.max() > 2.0 ** 480 or nz.min() < 2.0 ** -480):
-            raise ValueError("entries outside [2**-480, 2**480]: the error-free split fails")
+            return False
+    return True
+
+
+def _check_range(*arrays) -> None:
+    if not in_split_range(*arrays):
+        raise ValueError("entries outside [2**-480, 2**480]: the error-free split fails")
 
 
 def exact_expansion(A: np.ndarray, B: np.ndarray, entries=None, absolute: bool = False):
