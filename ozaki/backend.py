@@ -66,6 +66,10 @@ class Operand:
             self.bits = np.ascontiguousarray(X).view(np.int64)
             self.axis, self.T = outer, False
 
+    def sub(self, lo: int, hi: int) -> "Operand":
+        """The slices ``lo:hi`` of the stack (a view)."""
+        return Operand(self.X[lo:hi], self.outer)
+
     @property
     def batch(self) -> int:
         return self.shape[0]

@@ -339,6 +339,17 @@ def dot_rows_cols(X, Y, ii, jj, *, period: int = CARRY_PERIOD) -> np.ndarray:
     return out
 
 
+def _pair(A, B) -> tuple[np.ndarray, np.ndarray]:
+    """``A`` (m, k) and ``B`` (k, n) as arrays, their shapes checked."""
+    A = np.asarray(A)
+    B = np.asarray(B)
+    if A.ndim != 2 or B.ndim != 2:
+        raise ValueError(f"A and B must be 2-D, got shapes {A.shape} and {B.shape}")
+    if A.shape[1] != B.shape[0]:
+        raise ValueError(f"inner dimensions differ: {A.shape} @ {B.shape}")
+    return A, B
+
+
 def exact_matmul(A, B) -> np.ndarray:
     """The exactly rounded product ``A @ B``, entry by entry (tests and small blocks).
 
@@ -354,12 +365,7 @@ def exact_matmul(A, B) -> np.ndarray:
         Every entry is ``fl(sum_l a_il b_lj)`` as in :func:`dot_rows_cols`
         (non-finite factors treated as 0).
     """
-    A = np.asarray(A)
-    B = np.asarray(B)
-    if A.ndim != 2 or B.ndim != 2:
-        raise ValueError(f"A and B must be 2-D, got shapes {A.shape} and {B.shape}")
-    if A.shape[1] != B.shape[0]:
-        raise ValueError(f"inner dimensions differ: {A.shape} @ {B.shape}")
+    A, B = _pair(A, B)
     m, n = A.shape[0], B.shape[1]
     ii = np.repeat(np.arange(m, dtype=np.int64), n)
     jj = np.tile(np.arange(n, dtype=np.int64), m)
@@ -389,12 +395,7 @@ def exact_block(A, B, rows, cols, mask) -> np.ndarray:
         ``block[mask] = exact_block(A, B, rows, cols, mask)`` fills them.
         Only the rows and columns that hold a selected entry are copied.
     """
-    A = np.asarray(A)
-    B = np.asarray(B)
-    if A.ndim != 2 or B.ndim != 2:
-        raise ValueError(f"A and B must be 2-D, got shapes {A.shape} and {B.shape}")
-    if A.shape[1] != B.shape[0]:
-        raise ValueError(f"inner dimensions differ: {A.shape} @ {B.shape}")
+    A, B = _pair(A, B)
     rows = _indices(rows, A.shape[0], "rows")
     cols = _indices(cols, B.shape[1], "cols")
     mask = np.asarray(mask)

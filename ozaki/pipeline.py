@@ -39,6 +39,10 @@ from .workspace import workspace
 
 __all__ = ["Options", "Prepared", "decide", "emulate", "slice_operands", "residue_dtype"]
 
+#: Bytes of operand and product planes per chunk of a stack (a few MiB: the
+#: chunk's planes stay in cache through the N moduli).
+CHUNK_BYTES = 2 ** 21
+
 
 @dataclass(frozen=True)
 class Options:
@@ -73,14 +77,20 @@ class Prepared:
         self.residues: dict[tuple, np.ndarray] = {}
         self.keep_planes = keep_planes
 
-    def residue_plane(self, shift: np.ndarray, p: int, out: np.ndarray) -> np.ndarray:
-        """Residues of ``trunc(x 2**shift)`` mod ``p``: kept ones, or formed into ``out``."""
+    def residue_plane(self, shift: np.ndarray, p: int, out: np.ndarray,
+                      part: tuple[int, int] | None = None) -> np.ndarray:
+        """Residues of ``trunc(x 2**shift)`` mod ``p``: kept ones, or formed into ``out``.
+
+        ``part = (lo, hi)`` restricts a stack to its slices ``lo:hi`` (a shared
+        operand, a stack of one, is read whole).
+        """
+        op = self.op if part is None or self.op.batch == 1 else self.op.sub(*part)
         if not self.keep_planes:
-            return self.backend.residues(self.op, shift, p, out)
-        key = (p, shift.shape, shift.tobytes())
+            return self.backend.residues(op, shift, p, out)
+        key = (p, part if self.op.batch > 1 else None, shift.shape, shift.tobytes())
         plane = self.residues.get(key)
         if plane is None:
-            plane = self.backend.residues(self.op, shift, p, out)
+            plane = self.backend.residues(op, shift, p, out)
             if len(self.residues) < self.keep_planes:
                 plane = self.residues[key] = plane.copy()
         return plane
@@ -224,38 +234,20 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     cols = 2 * n if complex_ else n
     ws = workspace()
     store = ws.take("store", (N, b, m, cols), residue_dtype(MODULI[scheme][:N]))
-    buf_a = ws.take("ra", A.layout(sa.shape[0]))
-    buf_b = ws.take("rb", B.layout(tb.shape[0]))
-    info.workspace_bytes = store.nbytes + buf_a.nbytes + buf_b.nbytes + 8 * b * m * cols
+    # slices go through all N moduli a chunk at a time, small enough to stay in
+    # cache between the passes (a single product is one chunk)
+    per_slice = 8 * (A.shape[1] * A.shape[2] + B.shape[1] * B.shape[2] + m * cols)
+    chunk = b if b == 1 else max(1, min(b, CHUNK_BYTES // per_slice))
+    info.workspace_bytes = store.nbytes + min(b, chunk) * per_slice
     t1 = time.perf_counter()
     sec["scaling"] += t1 - t0
-
-    for i, p in enumerate(MODULI[scheme][:N]):
-        t0 = time.perf_counter()
-        ra = pa.residue_plane(sa, p, buf_a)
-        rb = pb.residue_plane(tb, p, buf_b)
-        t1 = time.perf_counter()
-        if complex_:
-            P = complex_product(backend, engine, ra, rb, p)
-            backend.complex_store(*P, p, store[i], n)
-            info.gemms += 3 * gemms_per_modulus(engine, p)
-        else:
-            prod = ws.take("prod", (b, m, n))
-            if wide_b and ra.flags.c_contiguous:  # one wide GEMM: (b m, k) @ (k, n)
-                modular_product(backend, engine, ra.reshape(1, b * m, k), rb, p,
-                                prod.reshape(1, b * m, n))
-            elif wide_a:  # one wide GEMM: (m, k) @ (k, b n)
-                wide = modular_product(backend, engine, ra,
-                                       rb.transpose(1, 0, 2).reshape(1, k, b * n), p)
-                prod[...] = wide.reshape(m, b, n).transpose(1, 0, 2)
-            else:  # one batched GEMM
-                modular_product(backend, engine, ra, rb, p, prod)
-            backend.store(prod, p, store[i])
-            info.gemms += gemms_per_modulus(engine, p)
-        t2 = time.perf_counter()
-        sec["residues"] += t1 - t0
-        sec["products"] += t2 - t1
-        sec["reconstruction"] += time.perf_counter() - t2
+    for lo in range(0, b, chunk):
+        hi = min(b, lo + chunk)
+        part = (lo, hi) if chunk < b else None
+        sa_c = sa if sa.shape[0] == 1 else sa[lo:hi]
+        tb_c = tb if tb.shape[0] == 1 else tb[lo:hi]
+        _products(pa, pb, sa_c, tb_c, part, hi - lo, m, n, k, store[:, lo:hi], info,
+                  opts, complex_, wide_a, wide_b)
 
     t0 = time.perf_counter()
     tt = _tile(t) if complex_ else t
@@ -282,6 +274,42 @@ def slice_operands(pa: Prepared, pb: Prepared, g: int, complex_: bool):
         Br, Bi = Bg[:k], Bg[k:]
         Bg = np.block([[Br, Bi], [-Bi, Br]])
     return Ag, Bg
+
+
+def _products(pa, pb, sa, tb, part, c, m, n, k, store, info, opts, complex_, wide_a,
+              wide_b) -> None:
+    """Residues and modular products of ``c`` slices, modulus by modulus, into ``store``."""
+    backend, engine = opts.backend, opts.engine
+    ws = workspace()
+    sec = info.seconds
+    buf_a = ws.take("ra", pa.op.layout(sa.shape[0]))
+    buf_b = ws.take("rb", pb.op.layout(tb.shape[0]))
+    for i, p in enumerate(MODULI[opts.scheme][:store.shape[0]]):
+        t0 = time.perf_counter()
+        ra = pa.residue_plane(sa, p, buf_a, part)
+        rb = pb.residue_plane(tb, p, buf_b, part)
+        t1 = time.perf_counter()
+        if complex_:
+            P = complex_product(backend, engine, ra, rb, p)
+            backend.complex_store(*P, p, store[i], n)
+            info.gemms += 3 * gemms_per_modulus(engine, p)
+        else:
+            prod = ws.take("prod", (c, m, n))
+            if wide_b and ra.flags.c_contiguous:  # one wide GEMM: (c m, k) @ (k, n)
+                modular_product(backend, engine, ra.reshape(1, c * m, k), rb, p,
+                                prod.reshape(1, c * m, n))
+            elif wide_a:  # one wide GEMM: (m, k) @ (k, c n)
+                wide = modular_product(backend, engine, ra,
+                                       rb.transpose(1, 0, 2).reshape(1, k, c * n), p)
+                prod[...] = wide.reshape(m, c, n).transpose(1, 0, 2)
+            else:  # one batched GEMM
+                modular_product(backend, engine, ra, rb, p, prod)
+            backend.store(prod, p, store[i])
+            info.gemms += gemms_per_modulus(engine, p)
+        t2 = time.perf_counter()
+        sec["residues"] += t1 - t0
+        sec["products"] += t2 - t1
+        sec["reconstruction"] += time.perf_counter() - t2
 
 
 def _finish(info, dec, policy, out, pa, pb, b, complex_) -> None:

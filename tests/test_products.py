@@ -913,3 +913,20 @@ def test_bad_input(rng):
         ozaki.prepare(B, side="middle")
     with pytest.raises(TypeError, match="real or complex numeric"):
         ozaki.matmul(A.astype(str), B)
+
+
+def test_chunked_stacks_keep_the_bits_of_each_slice(rng, monkeypatch):
+    # a stack that goes through the moduli in several chunks gives each slice's bits
+    import ozaki.pipeline as pipeline
+    A = rng.standard_normal((7, 5, 12))
+    B = rng.standard_normal((7, 12, 4))
+    whole = {mode: ozaki.matmul(A, B, mode=mode) for mode in ("accurate", "fast")}
+    monkeypatch.setattr(pipeline, "CHUNK_BYTES", 3 * 8 * (5 * 12 + 12 * 4 + 5 * 4))
+    for mode in ("accurate", "fast"):
+        C = ozaki.matmul(A, B, mode=mode)
+        assert same_bits(C, whole[mode])
+        for g in range(7):
+            assert same_bits(C[g], ozaki.dgemm(A[g], B[g], mode=mode))
+        shared = ozaki.matmul(A[0], B, mode=mode)
+        for g in range(7):
+            assert same_bits(shared[g], ozaki.dgemm(A[0], B[g], mode=mode))
