@@ -64,15 +64,15 @@ def _record(benchmark, name, te, tn, goal, info=None):
 STACKS = [(8192, 32), (256, 128)] if not SMALL else [(512, 32), (32, 128)]
 
 
-@pytest.mark.parametrize("batch,n", STACKS, ids=lambda v: str(v))
-def test_stacked_matmul(benchmark, rounds, batch, n):
-    rng = np.random.default_rng(batch * n)
-    A = rng.standard_normal((batch, n, n))
-    B = rng.standard_normal((batch, n, n))
+@pytest.mark.parametrize("batch,size", STACKS, ids=lambda v: str(v))
+def test_stacked_matmul(benchmark, rounds, batch, size):
+    rng = np.random.default_rng(batch * size)
+    A = rng.standard_normal((batch, size, size))
+    B = rng.standard_normal((batch, size, size))
     info = ozaki.matmul(A, B, scheme="fp64", return_info=True)[1]
     te, tn = _alternate(lambda: ozaki.matmul(A, B, scheme="fp64"), lambda: np.matmul(A, B),
                         rounds)
-    _record(benchmark, f"stack {batch}x{n}^3", te, tn, 12.0, info)
+    _record(benchmark, f"stack {batch}x{size}^3", te, tn, 12.0, info)
 
 
 @pytest.mark.parametrize("mode", ["accurate", "fast"])
@@ -87,10 +87,10 @@ def test_shared_operand(benchmark, rounds, mode):
 
 
 def test_zgemm_against_four_dgemm(benchmark, rounds):
-    n = 2048 if not SMALL else 256
+    size = 2048 if not SMALL else 256
     rng = np.random.default_rng(9)
-    A = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
-    B = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
+    A = rng.standard_normal((size, size)) + 1j * rng.standard_normal((size, size))
+    B = rng.standard_normal((size, size)) + 1j * rng.standard_normal((size, size))
     C, info = ozaki.zgemm(A, B, return_info=True)
     N = info.num_moduli
     parts = [(A.real, B.real), (A.imag, B.imag), (A.real, B.imag), (A.imag, B.real)]
@@ -100,4 +100,4 @@ def test_zgemm_against_four_dgemm(benchmark, rounds):
             ozaki.dgemm(X, Y, num_moduli=N)
 
     te, tn = _alternate(lambda: ozaki.zgemm(A, B, num_moduli=N), four, rounds)
-    _record(benchmark, f"zgemm n={n} vs 4 dgemm at N={N}", te, tn, 0.8, info)
+    _record(benchmark, f"zgemm n={size} vs 4 dgemm at N={N}", te, tn, 0.8, info)

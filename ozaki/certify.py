@@ -100,14 +100,16 @@ class Certificate:
                            np.where(cond, other.uncertified, self.uncertified), self.kind)
 
 
-def accurate_shifts(backend, G, rF, cF, nA, nB, H, tie=None):
+def accurate_shifts(backend, G, rF, cF, nA, nB, H, tie=None, mu=None):
     """``(sigma, tau)`` from the floor GEMM ``G`` (:mod:`ozaki.scaling`), per slice.
 
     ``H`` (b,) per slice; ``tie(sigma, tau)``, when given, ties shifts that must
     be equal (complex products: the real and imaginary columns of one ``B``
-    column), lowering them only, which keeps them safe.
+    column), lowering them only, which keeps them safe. ``mu``, the row maxima
+    of ``U`` (they do not depend on the count), may be passed in.
     """
-    mu = backend.upper_rowmax(G, rF, cF, nA, nB)
+    if mu is None:
+        mu = backend.upper_rowmax(G, rF, cF, nA, nB)
     sigma = scaling.half_fit(mu, H[:, None])
     nu = backend.upper_scaled_colmax(G, rF, cF, nA, nB, sigma)
     tau = scaling.fit(nu, H[:, None])
@@ -115,23 +117,26 @@ def accurate_shifts(backend, G, rF, cF, nA, nB, H, tie=None):
 
 
 def componentwise(backend, G, rF, cF, nA, nB, e, f, scheme: str, counts, *, ratio=None,
-                  bound=None, sigma=None, tau=None, tie=None) -> Certificate:
+                  bound=None, sigma=None, tau=None, tie=None, mu=None,
+                  probe: bool = False) -> Certificate:
     """Shifts for ``counts`` (b,) and their componentwise certificate (accurate mode).
 
     ``G`` is the floor GEMM (b, m, n), ``rF``/``cF`` the row/column sums of the
     floors, ``nA``/``nB`` the nonzero counts, ``e``/``f`` the quantisation
     exponents. ``sigma``/``tau`` impose the extra shifts (else they are chosen
     from ``G``); ``ratio`` and ``bound`` (b, m, n) receive the per-entry ratio
-    and absolute bound.
+    and absolute bound. ``probe`` asks only whether each slice certifies (its
+    ``uncertified`` is then nonzero iff not, and its ``max_ratio`` a lower bound).
     """
     H, R, g2 = plan_terms(scheme, counts)
     if sigma is None:
-        sigma, tau = accurate_shifts(backend, G, rF, cF, nA, nB, H, tie)
+        sigma, tau = accurate_shifts(backend, G, rF, cF, nA, nB, H, tie, mu)
     empty = np.zeros((0, 0, 0))
     with backend.lock:
         rowmax, rowfail = bounds.componentwise_ratios(
             G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, _SAFETY,
-            empty if ratio is None else ratio, empty if bound is None else bound)
+            empty if ratio is None else ratio, empty if bound is None else bound,
+            bool(probe and ratio is None and bound is None))
     return Certificate(np.asarray(counts), sigma, tau, rowmax.max(axis=1, initial=0.0),
                        rowfail.sum(axis=1), "componentwise")
 

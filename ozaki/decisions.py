@@ -140,7 +140,8 @@ def choose_counts(evaluate, scheme: str, start, down: bool = True,
                   first: certify.Certificate | None = None) -> certify.Certificate:
     """Per slice, the smallest count whose certificate holds, searching from ``start``.
 
-    ``evaluate(counts) -> Certificate`` for a stack (per-slice counts). The
+    ``evaluate(counts, probe=False) -> Certificate`` for a stack (per-slice counts;
+    ``probe``: only whether each slice certifies is needed). The
     bound decreases with the count (the shifts only grow with ``P``), so each
     slice walks down while certified and up while not; a slice that no count
     certifies ends at the largest. All slices step together, one pass a step.
@@ -153,7 +154,7 @@ def choose_counts(evaluate, scheme: str, start, down: bool = True,
     active = ok & (n > MIN_MODULI) if down else np.zeros_like(ok)
     while active.any():
         trial = np.where(active, n - 1, n)
-        lower = evaluate(trial)
+        lower = evaluate(trial, probe=True)  # only whether it certifies matters here
         better = active & (lower.uncertified == 0)
         n = np.where(better, trial, n)
         cert = cert.where(better, lower)
@@ -243,11 +244,13 @@ def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, sche
     auto = num_moduli == "auto"
     count0 = start if auto else num_moduli
 
+    mu = backend.upper_rowmax(bd.G, rF, cF, nA, nB)  # the same for every count
+
     def evaluate(counts, g=None, **kw):
-        data = (bd.G, rF, cF, nA, nB, e, f)
+        data, mu_g = (bd.G, rF, cF, nA, nB, e, f), mu
         if g is not None:
-            data = tuple(_slice(x, g) for x in data)
-        return certify.componentwise(backend, *data, scheme, counts, tie=tie, **kw)
+            data, mu_g = tuple(_slice(x, g) for x in data), _slice(mu, g)
+        return certify.componentwise(backend, *data, scheme, counts, tie=tie, mu=mu_g, **kw)
 
     first = evaluate(np.full(b, count0, np.int64))
     cert = choose_counts(evaluate, scheme, first.num_moduli, first=first) if auto else first
@@ -267,7 +270,7 @@ def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, sche
             gemms += 2
             refined = (refined[0] + len(rows), refined[1] + len(cols))
 
-            def final(counts, g=g, ref=ref):
+            def final(counts, g=g, ref=ref, probe=False):
                 r1 = np.empty((1, m, n))
                 c = evaluate(counts, g, ratio=r1)
                 plan = crt_plan(scheme, int(counts[0]))
@@ -330,7 +333,7 @@ def decide_fast(na: certify.Normwise, nb: certify.Normwise, b: int, scheme: str,
         t = scaling.fast_shifts(nb.E, nb.zero, nb.upper2, H[:, None])
         return s, t, R, g2
 
-    def evaluate(counts):
+    def evaluate(counts, probe=False):  # O(m + n): nothing to gain from probing
         s, t, R, g2 = shifts(counts)
         ratio = certify.normwise_ratio(na, nb, s, t, R, g2)
         return certify.Certificate(np.asarray(counts), s, t, ratio,

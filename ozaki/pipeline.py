@@ -239,6 +239,10 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     per_slice = 8 * (A.shape[1] * A.shape[2] + B.shape[1] * B.shape[2] + m * cols)
     chunk = b if b == 1 else max(1, min(b, CHUNK_BYTES // per_slice))
     info.workspace_bytes = store.nbytes + min(b, chunk) * per_slice
+    # one modular product per modulus for the whole stack (a batched or wide GEMM;
+    # Gauss's three for complex), whatever the chunks
+    info.gemms += (3 if complex_ else 1) * sum(gemms_per_modulus(engine, p)
+                                               for p in MODULI[scheme][:N])
     t1 = time.perf_counter()
     sec["scaling"] += t1 - t0
     for lo in range(0, b, chunk):
@@ -292,7 +296,6 @@ def _products(pa, pb, sa, tb, part, c, m, n, k, store, info, opts, complex_, wid
         if complex_:
             P = complex_product(backend, engine, ra, rb, p)
             backend.complex_store(*P, p, store[i], n)
-            info.gemms += 3 * gemms_per_modulus(engine, p)
         else:
             prod = ws.take("prod", (c, m, n))
             if wide_b and ra.flags.c_contiguous:  # one wide GEMM: (c m, k) @ (k, n)
@@ -305,7 +308,6 @@ def _products(pa, pb, sa, tb, part, c, m, n, k, store, info, opts, complex_, wid
             else:  # one batched GEMM
                 modular_product(backend, engine, ra, rb, p, prod)
             backend.store(prod, p, store[i])
-            info.gemms += gemms_per_modulus(engine, p)
         t2 = time.perf_counter()
         sec["residues"] += t1 - t0
         sec["products"] += t2 - t1

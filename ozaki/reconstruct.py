@@ -50,39 +50,38 @@ def reconstruct(R, W, p_levels, p_inv, srow, scol, out):
     """
     N, L = W.shape
     b, m, n = out.shape
-    rows = b * m
-    per = max(1, min(64, 4096 // max(n, 1)))  # rows per task: scratch allocated per task
-    for task in nb.prange((rows + per - 1) // per):
-        S = np.empty((L, n))  # one row of level sums: contiguous, vectorised loops
-        q = np.empty(n)
-        hi = np.empty(n)
-        lo = np.empty(n)
-        for gi in range(task * per, min(rows, task * per + per)):
-            g = gi // m
-            i = gi - g * m
-            si = srow[g, i]
-            S[...] = 0.0
-            for t in range(N):
-                for lv in range(L):
-                    w = W[t, lv]
-                    for j in range(n):
-                        S[lv, j] += w * float(R[t, g, i, j])
-            # The same arithmetic per entry, written as loops over j (vectorised).
-            q[:] = 0.0
+    tile = min(n, 512)  # columns per task: the level sums stay in L1 however wide the row
+    tiles = (n + tile - 1) // tile if n else 0
+    for task in nb.prange(b * m * tiles):
+        gi = task // tiles
+        j0 = (task - gi * tiles) * tile
+        w_ = min(tile, n - j0)
+        g = gi // m
+        i = gi - g * m
+        si = srow[g, i]
+        S = np.zeros((L, tile))
+        for t in range(N):
             for lv in range(L):
-                for j in range(n):
-                    q[j] += S[lv, j] * p_inv
-            lo[:] = 0.0
-            for j in range(n):
-                q[j] = _rint(q[j])
-                hi[j] = S[0, j] - q[j] * p_levels[0]
-            for lv in range(1, L):
-                pl = p_levels[lv]
-                for j in range(n):
-                    d = S[lv, j] - q[j] * pl
-                    s = hi[j] + d
-                    bb = s - hi[j]
-                    lo[j] += (hi[j] - (s - bb)) + (d - bb)
-                    hi[j] = s
-            for j in range(n):
-                out[g, i, j] = ldexp(hi[j] + lo[j], -(si + scol[g, j]))
+                w = W[t, lv]
+                for j in range(w_):
+                    S[lv, j] += w * float(R[t, g, i, j0 + j])
+        # The same arithmetic per entry, written as loops over j (vectorised).
+        q = np.zeros(tile)
+        for lv in range(L):
+            for j in range(w_):
+                q[j] += S[lv, j] * p_inv
+        hi = np.empty(tile)
+        lo = np.zeros(tile)
+        for j in range(w_):
+            q[j] = _rint(q[j])
+            hi[j] = S[0, j] - q[j] * p_levels[0]
+        for lv in range(1, L):
+            pl = p_levels[lv]
+            for j in range(w_):
+                d = S[lv, j] - q[j] * pl
+                s = hi[j] + d
+                bb = s - hi[j]
+                lo[j] += (hi[j] - (s - bb)) + (d - bb)
+                hi[j] = s
+        for j in range(w_):
+            out[g, i, j0 + j] = ldexp(hi[j] + lo[j], -(si + scol[g, j0 + j]))
