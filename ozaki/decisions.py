@@ -135,6 +135,21 @@ class Decision:
     gemms: int = 0
     refined: tuple[int, int] = (0, 0)
 
+    def block(self, rows=slice(None), cols=slice(None)) -> "Decision":
+        """The decision restricted to a block of the product (a copy).
+
+        ``rows`` index the rows of ``A`` (and ``C``), ``cols`` the columns of ``B``:
+        :func:`ozaki.pipeline.emulate` on those rows and columns with this decision
+        gives exactly the whole product's bits there (the MPI layer's blocks).
+        Counts, ratios and failure counts stay those of the whole.
+        """
+        def cut(x):
+            return None if x is None else np.array(x[:, rows][:, :, cols])
+        return Decision(self.counts.copy(), np.array(self.s[:, rows]),
+                        np.array(self.t[:, cols]), cut(self.mask), cut(self.bound),
+                        self.max_ratio.copy(), self.uncertified.copy(), self.kind,
+                        self.gemms, self.refined)
+
 
 def choose_counts(evaluate, scheme: str, start, down: bool = True,
                   first: certify.Certificate | None = None) -> certify.Certificate:

@@ -692,10 +692,7 @@ def _prep(X, outer):
 
 def _restrict(dec: decisions.Decision, J) -> decisions.Decision:
     """The whole's decision for the columns ``J`` of ``B``."""
-    cut = (lambda x: None if x is None else np.array(x[:, :, J]))
-    return decisions.Decision(dec.counts, dec.s, np.array(dec.t[:, J]), cut(dec.mask),
-                              cut(dec.bound), dec.max_ratio, dec.uncertified, dec.kind,
-                              dec.gemms, dec.refined)
+    return dec.block(cols=J)
 
 
 def _same_decision(d1: decisions.Decision, d2: decisions.Decision) -> None:
@@ -930,3 +927,20 @@ def test_chunked_stacks_keep_the_bits_of_each_slice(rng, monkeypatch):
         shared = ozaki.matmul(A[0], B, mode=mode)
         for g in range(7):
             assert same_bits(shared[g], ozaki.dgemm(A[0], B[g], mode=mode))
+
+
+def test_row_and_column_blocks_with_the_whole_decision_give_the_whole_bits(rng):
+    # a 2 x 2 grid of blocks, as the MPI layer will hold them
+    A, B = test_matrix(6, 40, 2.0, rng)[None], test_matrix(40, 5, 2.0, rng)[None]
+    for mode in MODES:
+        opts = _opts("int8", mode, "auto", bounds=True, fallback="exact")
+        whole, info = ozaki.matmul(A, B, scheme="int8", mode=mode, bounds=True)
+        dec = decide(_prep(A, 0), _prep(B, 1), opts, 1)
+        for I in (slice(0, 2), slice(2, 6)):
+            for J in (slice(0, 3), slice(3, 5)):
+                pa = _prep(np.ascontiguousarray(A[:, I]), 0)
+                pb = _prep(np.ascontiguousarray(B[:, :, J]), 1)
+                out = np.empty((1, I.stop - I.start, J.stop - J.start))
+                part = emulate(pa, pb, opts, out, decision=dec.block(I, J))
+                assert same_bits(out, whole[:, I, J])
+                assert same_bits(part.error_bound, info.error_bound[:, I, J])
