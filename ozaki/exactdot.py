@@ -75,7 +75,7 @@ Overflow is decided on the rounded value: ``r 2**e >= 2**1024``.
 
 Speed
 -----
-Measured with ``python -c "from ozaki.exactdot import _bench; _bench()"`` (one
+Measured with ``python benchmarks/exactdot_speed.py`` (one
 numba thread, k = 4096, 256 entries; normal random data, and values ``+-2**e``
 with ``e`` uniform in ``[-1074, 1023]``) on the project's shared 2-core
 development machine: 9 to 12.5 ns per term (37 to 51 us per entry of length
@@ -408,41 +408,3 @@ def exact_block(A, B, rows, cols, mask) -> np.ndarray:
     ur, ri = np.unique(ti, return_inverse=True)
     uc, ci = np.unique(tj, return_inverse=True)
     return dot_rows_cols(A[rows[ur]], B[:, cols[uc]].T, ri.reshape(-1), ci.reshape(-1))
-
-
-def _bench(k: int = 4096, entries: int = 256, repeat: int = 5) -> None:
-    """Time one-thread dot products of length ``k`` (the figures in the module docstring)."""
-    import time
-
-    rng = np.random.default_rng(0)
-    data = {
-        "normal": rng.standard_normal((2, entries, k)),
-        "wide 2**e": np.ldexp(np.where(rng.random((2, entries, k)) < 0.5, -1.0, 1.0),
-                              rng.integers(-1074, 1024, (2, entries, k))),
-    }
-    prev = nb.get_num_threads()
-    nb.set_num_threads(1)
-    try:
-        idx = np.arange(entries, dtype=np.int64)
-        tiny = np.ones((1, 1))
-        dot_rows_cols(tiny, tiny, [0], [0])  # compile / load the cache
-        for name, (X, Y) in data.items():
-            best = np.inf
-            for _ in range(repeat):
-                t0 = time.perf_counter()
-                dot_rows_cols(X, Y, idx, idx)
-                best = min(best, time.perf_counter() - t0)
-            print(f"{name:10s} k={k} entries={entries}: {best / entries * 1e6:8.2f} us/entry, "
-                  f"{best / (entries * k) * 1e9:6.2f} ns/term")
-        Z = np.zeros((1, 0))
-        t0 = time.perf_counter()
-        for _ in range(20):
-            dot_rows_cols(Z, Z, np.zeros(4096, np.int64), np.zeros(4096, np.int64))
-        dt = (time.perf_counter() - t0) / (20 * 4096)
-        print(f"per-entry overhead (k=0): {dt * 1e6:.2f} us")
-    finally:
-        nb.set_num_threads(prev)
-
-
-if __name__ == "__main__":
-    _bench()
