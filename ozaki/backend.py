@@ -124,6 +124,8 @@ class CPUBackend:
         if elements >= self.serial_below:
             yield
             return
+        with self.lock:  # its first entry starts numba's threads with the wait policy
+            pass
         before = numba.get_num_threads()
         numba.set_num_threads(1)
         try:
@@ -177,22 +179,30 @@ class CPUBackend:
         """A 2-D view of the stack ``x`` (a copy only for inputs that are not contiguous)."""
         return x.reshape(-1, x.shape[-1])
 
+    @classmethod
+    def _out(cls, x: np.ndarray) -> np.ndarray:
+        """A 2-D view of the output stack ``x``; never a copy (the writes would be lost)."""
+        flat = cls._flat(x)
+        if flat.size and not np.shares_memory(flat, x):  # pragma: no cover - a caller bug
+            raise AssertionError("output planes must be reshapable without a copy")
+        return flat
+
     def reduce_into(self, acc, prod, p: int, first: bool) -> None:
         """``acc (+)= smod(prod, p)`` (k-blocks of a modular product)."""
         pf, pinv, c26 = modular_constants(p)
         with self.lock:
-            kernels.reduce_into(self._flat(acc), self._flat(prod), pf, pinv, c26, first)
+            kernels.reduce_into(self._out(acc), self._flat(prod), pf, pinv, c26, first)
 
     def store(self, prod, p: int, out) -> None:
         """``out = smod(prod, p)`` in the store's small integer type."""
         pf, pinv, c26 = modular_constants(p)
         with self.lock:
-            kernels.store_residues(self._flat(prod), pf, pinv, c26, self._flat(out))
+            kernels.store_residues(self._flat(prod), pf, pinv, c26, self._out(out))
 
     def complex_store(self, p1, p2, p3, p: int, out, n: int) -> None:
         """Gauss: ``out[..., :n] = smod(P1 - P2)``, ``out[..., n:] = smod(P3 - P1 - P2)``."""
         pf, pinv, c26 = modular_constants(p)
-        flat = self._flat(out)
+        flat = self._out(out)
         with self.lock:
             kernels.complex_residues(self._flat(p1), self._flat(p2), self._flat(p3),
                                      pf, pinv, c26, flat[:, :n], flat[:, n:])
@@ -201,7 +211,7 @@ class CPUBackend:
         """``out = smod(x + y, p)`` for residues ``x``, ``y`` (exact)."""
         pf, pinv, c26 = modular_constants(p)
         with self.lock:
-            kernels.add_residues(self._flat(x), self._flat(y), pf, pinv, c26, self._flat(out))
+            kernels.add_residues(self._flat(x), self._flat(y), pf, pinv, c26, self._out(out))
         return out
 
     def reconstruct(self, store, plan, s, t, out) -> None:

@@ -31,7 +31,7 @@ each slice with its own count, all slices in one pass per step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 
 import numpy as np
@@ -78,7 +78,13 @@ class Bound:
 
     @classmethod
     def combine(cls, parts: list["Bound"]) -> "Bound":
-        """The data of the whole product from pieces along ``k`` (exact SUMs)."""
+        """The data of the whole product from pieces along ``k`` (exact SUMs).
+
+        Every piece must have been quantised at the whole's ``r`` with the whole's
+        exponents (:func:`bound_data` with the combined :class:`Lines` and the whole ``k``).
+        """
+        if len({p.r for p in parts}) != 1:
+            raise ValueError("pieces quantised at different r: use the whole k")
         return cls(parts[0].r, np.add.reduce([p.G for p in parts]),
                    np.add.reduce([p.rF for p in parts]), np.add.reduce([p.cF for p in parts]))
 
@@ -98,6 +104,13 @@ class Norms:
 
     @classmethod
     def combine(cls, parts: list["Norms"]) -> "Norms":
+        """The sums of the whole line from pieces along ``k`` (exact SUMs).
+
+        Every piece must have floored at the whole's ``h`` (:func:`ozaki.scaling.norm_bits`
+        of the whole ``k``) with the whole's exponents.
+        """
+        if len({p.h for p in parts}) != 1:
+            raise ValueError("pieces floored at different h: use the whole k's norm_bits")
         return cls(parts[0].h, np.add.reduce([p.S2 for p in parts]),
                    np.add.reduce([p.S1 for p in parts]))
 
@@ -109,7 +122,8 @@ class Norms:
                           -2 * self.h)
         lo2 = np.sqrt(np.ldexp(self.S2.astype(np.float64) * dn, -2 * self.h)) * dn
         hi2 = np.sqrt(upper2) * up
-        hi1 = np.ldexp((self.S1 + lines.nnz).astype(np.float64), -self.h)
+        # S1 + nnz <= k 2**h: exact in FP64 for k <= 2**33; rounded up beyond
+        hi1 = np.ldexp((self.S1 + lines.nnz).astype(np.float64) * up, -self.h)
         return certify.Normwise(E, zero, lo2, hi2, hi1, upper2)
 
 
@@ -141,7 +155,9 @@ class Decision:
         ``rows`` index the rows of ``A`` (and ``C``), ``cols`` the columns of ``B``:
         :func:`ozaki.pipeline.emulate` on those rows and columns with this decision
         gives exactly the whole product's bits there (the MPI layer's blocks).
-        Counts, ratios and failure counts stay those of the whole.
+        Counts, ratios and failure counts stay those of the whole. For a complex
+        product the columns are the real embedding's ``[Re | Im]``: select
+        ``J`` and ``n + J`` together.
         """
         def cut(x):
             return None if x is None else np.array(x[:, rows][:, :, cols])
@@ -298,7 +314,7 @@ def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, sche
                     else final(np.array([count0])))
             cert = cert.where(np.arange(b) == g, _spread(pick, g, b, cert))
     mask = bound = None
-    if refines or want_bound or cert.uncertified.any():
+    if refines or want_bound or (cert.uncertified.any() and policy != "none"):
         ratio = np.empty((b, m, n))
         bound = np.empty((b, m, n)) if want_bound else None
         cert = evaluate(cert.num_moduli, ratio=ratio, bound=bound)
@@ -337,10 +353,14 @@ def decide_fast(na: certify.Normwise, nb: certify.Normwise, b: int, scheme: str,
     is evaluated per entry and only the entries above the target fail.
     """
     m, n = na.E.shape[-1], nb.E.shape[-1]
-    if na.E.shape[0] != b:
-        na = certify.Normwise(*(np.broadcast_to(x, (b, m)) for x in vars(na).values()))
-    if nb.E.shape[0] != b:
-        nb = certify.Normwise(*(np.broadcast_to(x, (b, n)) for x in vars(nb).values()))
+
+    def full(norm, width):  # a shared operand's bounds, read by every slice
+        if norm.E.shape[0] == b:
+            return norm
+        return certify.Normwise(*(np.broadcast_to(getattr(norm, f.name), (b, width))
+                                  for f in fields(norm)))
+
+    na, nb = full(na, m), full(nb, n)
 
     def shifts(counts):
         H, R, g2 = plan_terms(scheme, counts)

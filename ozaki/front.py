@@ -126,7 +126,9 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float | complex = 1.0,
         B = apply_transpose(operand(B, "B"), tb)
     (m, k), (kb, n) = _shape_of(A, "A"), _shape_of(B, "B")
     if kb != k:
-        raise ValueError(f"inner dimensions differ: op(A) is {(m, k)}, op(B) is {(kb, n)}")
+        a = "A" if ta == "N" else "op(A)"
+        b_ = "B" if tb == "N" else "op(B)"
+        raise ValueError(f"inner dimensions differ: {a} is {(m, k)}, {b_} is {(kb, n)}")
     is_c = any(X.is_complex if isinstance(X, PreparedOperand) else np.iscomplexobj(X)
                for X in (A, B))
     if beta != 0:
@@ -139,7 +141,7 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float | complex = 1.0,
         beta != 0 and np.iscomplexobj(C))
     dtype = np.complex128 if result_c else np.float64
     opts = _options(scheme, num_moduli, mode, engine, fallback, bounds)
-    _check_out(out, (m, n), dtype, A, B, C)
+    _check_out(out, (m, n), dtype, A, B)  # out may be C: it is written last
     a3 = A if isinstance(A, PreparedOperand) else A[None]
     b3 = B if isinstance(B, PreparedOperand) else B[None]
     if alpha == 0:

@@ -43,7 +43,11 @@ class OzakiInfo:
         Largest ratio of the certified error bound to the target over the
         entries: at most 1 when every entry is certified.
     uncertified : int
-        Entries whose bound misses the target with the count used.
+        Entries whose bound misses the target with the count used. With
+        ``fallback="none"`` and no ``bounds``, the cheapest evaluation is
+        reported: in fast mode the separable maximum (all entries of a product
+        whose maximum misses), in accurate mode the coarse bound (no refinement
+        GEMMs).
     fallback : str
         What was done about them: ``"none"`` (values kept), ``"exact"``
         (recomputed by the exactly rounded dot product, :mod:`ozaki.fallback`).

@@ -58,24 +58,26 @@ class Options:
 
 
 class Prepared:
-    """An operand with the data that depend on it alone, computed once.
+    """An operand with the data that depend on it alone.
 
     ``op`` is the :class:`~ozaki.backend.Operand`; ``lines`` its exact line
-    data; ``floors[r]`` its accurate-mode floors at quantisation ``r`` and
-    ``norms[h]`` its fast-mode norm sums; ``residues[(p, shifts)]`` residue
-    planes already formed, reused when a later product picks the same shifts.
-    Everything is exact, so products against it give the bits of unprepared
-    calls.
+    data. A kept operand (``keep``, what :func:`ozaki.prepare` makes) also keeps
+    its accurate-mode floors (``floors[r]``) and fast-mode norm sums
+    (``norms[h]``) across calls, and with ``keep_residues`` the residue planes
+    of the shifts it was last used with (one set per modulus and chunk,
+    replaced when a product picks other shifts). Everything is exact, so
+    products against it give the bits of unprepared calls.
     """
 
-    def __init__(self, op: Operand, backend, keep_planes: int = 0):
+    def __init__(self, op: Operand, backend, keep: bool = False, keep_residues: bool = False):
         self.op = op
         self.backend = backend
         self.lines = decisions.Lines(*backend.line_stats(op))
         self.floors: dict[int, np.ndarray] = {}
         self.norms: dict[int, decisions.Norms] = {}
-        self.residues: dict[tuple, np.ndarray] = {}
-        self.keep_planes = keep_planes
+        self.residues: dict[tuple, tuple[bytes, np.ndarray]] = {}
+        self.keep = keep
+        self.keep_residues = keep and keep_residues
 
     def residue_plane(self, shift: np.ndarray, p: int, out: np.ndarray,
                       part: tuple[int, int] | None = None) -> np.ndarray:
@@ -85,14 +87,15 @@ class Prepared:
         operand, a stack of one, is read whole).
         """
         op = self.op if part is None or self.op.batch == 1 else self.op.sub(*part)
-        if not self.keep_planes:
+        if not self.keep_residues:
             return self.backend.residues(op, shift, p, out)
-        key = (p, part if self.op.batch > 1 else None, shift.shape, shift.tobytes())
-        plane = self.residues.get(key)
-        if plane is None:
-            plane = self.backend.residues(op, shift, p, out)
-            if len(self.residues) < self.keep_planes:
-                plane = self.residues[key] = plane.copy()
+        key = (p, part if self.op.batch > 1 else None)
+        tag = shift.shape, shift.tobytes()
+        kept = self.residues.get(key)
+        if kept is not None and kept[0] == tag:
+            return kept[1]
+        plane = self.backend.residues(op, shift, p, out).copy()
+        self.residues[key] = (tag, plane)  # the last shifts' planes, nothing older
         return plane
 
 
@@ -109,7 +112,7 @@ def _norms(backend, prep: Prepared, k: int) -> decisions.Norms:
         E, zero = prep.lines.exponents
         shift = np.where(zero, 0, h - E).astype(np.int64)
         got = decisions.Norms(h, *backend.norm_sums(prep.op, shift))
-        if prep.keep_planes:
+        if prep.keep:
             prep.norms[h] = got
     return got
 
@@ -137,14 +140,12 @@ def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
            complex_: bool = False) -> decisions.Decision:
     """Step 1 for the stack ``pa`` @ ``pb`` of ``b`` slices: shifts, counts, certificate."""
     backend = opts.backend
-    A, B = pa.op, pb.op
-    k = A.shape[2] // 2 if complex_ else A.shape[2]
+    k = pa.op.shape[2]  # for complex products, the real embedding's inner dimension
 
     def operands(g):
         return slice_operands(pa, pb, g, complex_)
 
     la, lb = pa.lines, pb.lines
-    k = 2 * k if complex_ else k  # the real embedding's inner dimension
     start = auto_num_moduli(opts.scheme, k)
     if complex_:
         lb = decisions.Lines(*(_tile(x) for x in (lb.maxbits, lb.bad, lb.nnz)))
@@ -160,25 +161,25 @@ def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
     floors = (pa.floors.get(r), pb.floors.get(r))
     if complex_ and floors[1] is not None:
         floors = (floors[0], _embedded_floors(floors[1]))
-    pb_op = pb.op
     if complex_ and floors[1] is None:
         E, zero = pb.lines.exponents
         f = scaling.accurate_quantizers(E, zero, r)
         FB = backend.quantize(pb.op, f, np.empty(pb.op.layout(pb.op.batch), np.float32))
-        if pb.keep_planes:
+        if pb.keep:
             pb.floors[r] = FB
         floors = (floors[0], _embedded_floors(FB))
     # floors of operands that are not kept live in the residue planes' workspace
     # (they are dead once G is formed), and G in the product plane's
     ws = workspace()
-    bufs = (None if pa.keep_planes else ws.take("ra", pa.op.layout(pa.op.batch), np.float32),
-            None if pb.keep_planes else ws.take("rb", pb.op.layout(pb.op.batch), np.float32),
-            ws.take("prod", (b,) + (A.shape[1], 2 * B.shape[2] if complex_ else B.shape[2])))
-    bd, e, f, (FA, FB) = decisions.bound_data(backend, opts.engine, pa.op, pb_op, la, lb,
+    bufs = (None if pa.keep else ws.take("ra", pa.op.layout(pa.op.batch), np.float32),
+            None if pb.keep or complex_ else ws.take("rb", pb.op.layout(pb.op.batch),
+                                                     np.float32),
+            ws.take("prod", (b, pa.op.shape[1], (2 if complex_ else 1) * pb.op.shape[2])))
+    bd, e, f, (FA, FB) = decisions.bound_data(backend, opts.engine, pa.op, pb.op, la, lb,
                                               opts.scheme, k, floors, bufs)
-    if pa.keep_planes:
+    if pa.keep:
         pa.floors.setdefault(r, FA)
-    if pb.keep_planes and not complex_:
+    if pb.keep and not complex_:
         pb.floors.setdefault(r, FB)
     return decisions.decide_accurate(backend, bd, e, f, la, lb, b, opts.scheme,
                                      k, opts.num_moduli, opts.policy,
@@ -229,8 +230,8 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     s = np.ascontiguousarray(dec.s)
     wide_a = A.batch == 1 and b > 1 and _shared(s, counts)
     wide_b = B.batch == 1 and b > 1 and _shared(t, counts)
-    sa = s[:1] if wide_a or A.batch == 1 and b == 1 else s
-    tb = t[:1] if wide_b or B.batch == 1 and b == 1 else t
+    sa = s[:1] if wide_a else s
+    tb = t[:1] if wide_b else t
     cols = 2 * n if complex_ else n
     ws = workspace()
     store = ws.take("store", (N, b, m, cols), residue_dtype(MODULI[scheme][:N]))

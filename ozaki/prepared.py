@@ -34,7 +34,7 @@ class PreparedOperand:
         self.side = side
         self.shape = array.shape
         self.is_complex = np.iscomplexobj(array)
-        self._keep = 40 if keep_residues else 0
+        self._keep_residues = keep_residues
         self._prepared: dict[bool, Prepared] = {}
 
     def __repr__(self) -> str:
@@ -48,7 +48,7 @@ class PreparedOperand:
             X = self.array.reshape((-1,) + self.shape[-2:])
             outer = 0 if self.side == "left" else 1
             got = Prepared(Operand(embed(X, outer) if complex_ else X, outer), backend,
-                           keep_planes=self._keep)
+                           keep=True, keep_residues=self._keep_residues)
             self._prepared[complex_] = got
         return got
 
@@ -63,9 +63,11 @@ def prepare(A: Any, *, side: str = "left", keep_residues: bool = True) -> Prepar
     side : {"left", "right"}
         Which factor it will be.
     keep_residues : bool
-        Keep its residue planes for the shifts it was last used with (up to 40
-        planes): a later product that picks the same shifts (always in fast
-        mode at the same count) skips forming them.
+        Also keep its residue planes for the shifts it was last used with (one
+        per modulus: up to N times the operand's size, outside the workspace
+        limit): a later product that picks the same shifts (always in fast mode
+        at the same count) skips forming them. The line data, floors and norm
+        sums are kept either way.
 
     Returns
     -------

@@ -944,3 +944,29 @@ def test_row_and_column_blocks_with_the_whole_decision_give_the_whole_bits(rng):
                 part = emulate(pa, pb, opts, out, decision=dec.block(I, J))
                 assert same_bits(out, whole[:, I, J])
                 assert same_bits(part.error_bound, info.error_bound[:, I, J])
+
+
+def test_gemm_may_write_its_result_into_C(rng):
+    A, B = rng.standard_normal((5, 7)), rng.standard_normal((7, 4))
+    C0 = rng.standard_normal((5, 4))
+    want = ozaki.gemm(A, B, C0, alpha=2.0, beta=-1.0)
+    C = C0.copy()
+    got = ozaki.gemm(A, B, C, alpha=2.0, beta=-1.0, out=C)
+    assert got is C and same_bits(C, want)
+
+
+def test_prepared_residues_keep_only_the_last_shifts(rng):
+    P = ozaki.prepare(test_matrix(6, 30, 1.0, rng))
+    partners = [test_matrix(30, 4, phi, rng) * 2.0 ** (40 * j)
+                for j, phi in enumerate((0.0, 2.0, 4.0, 1.0))]
+    most = 0
+    for Bj in partners * 2:
+        C, info = ozaki.dgemm(P, Bj, return_info=True)
+        assert same_bits(C, ozaki.dgemm(P.array, Bj))
+        most = max(most, info.num_moduli)
+        kept = P.stack(False, get_backend()).residues
+        assert len(kept) <= most  # one plane per modulus used, nothing older
+    lean = ozaki.prepare(P.array, keep_residues=False)
+    ozaki.dgemm(lean, partners[0])
+    stack = lean.stack(False, get_backend())
+    assert not stack.residues and stack.floors  # the floors are kept either way
