@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .kernels import _CACHE, POW2
+from .kernels import _CACHE, COLUMN_CHUNK, POW2, column_chunk
 from .reconstruct import ldexp
 
 __all__ = ["upper", "upper_rowmax", "upper_scaled_colmax", "componentwise_ratios"]
@@ -53,11 +53,9 @@ def upper_scaled_colmax(G, rF, cF, nA, nB, sigma):
     """``max_i upper_gij * 2**sigma[g, i]`` per column, shape (b, n); exact (powers of two)."""
     b, m, n = G.shape
     out = np.zeros((b, n))
-    nchunks = (n + 255) // 256
+    nchunks = (n + COLUMN_CHUNK - 1) // COLUMN_CHUNK
     for gc in nb.prange(b * nchunks):
-        g = gc // nchunks
-        j0 = (gc - g * nchunks) * 256
-        j1 = min(n, j0 + 256)
+        g, j0, j1 = column_chunk(gc, nchunks, n)
         for i in range(m):
             f = POW2[sigma[g, i] + 1022]
             for j in range(j0, j1):

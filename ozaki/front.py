@@ -144,10 +144,8 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float | complex = 1.0,
     _check_out(out, (m, n), dtype, A, B)  # out may be C: it is written last
     a3 = A if isinstance(A, PreparedOperand) else A[None]
     b3 = B if isinstance(B, PreparedOperand) else B[None]
-    if alpha == 0:
-        X, info = _stacked(a3, b3, opts, is_c, 1, m, n, 0)
-    else:
-        X, info = _stacked(a3, b3, opts, is_c, 1, m, n, k)
+    # alpha == 0 skips the product: an empty inner dimension
+    X, info = _stacked(a3, b3, opts, is_c, 1, m, n, 0 if alpha == 0 else k)
     X = X[0]
     if info.error_bound is not None:
         info.error_bound = info.error_bound[0]

@@ -141,6 +141,19 @@ def _truncated(mant, E):
     return mant >> (-E)
 
 
+#: Columns per task of the passes that reduce along columns (each column's
+#: result is formed by one thread, in row order: thread-count independent).
+COLUMN_CHUNK = 256
+
+
+@nb.njit(inline="always")
+def column_chunk(task, nchunks, n):
+    """Slice ``g`` and column range ``[j0, j1)`` of task ``task`` over ``nchunks`` chunks."""
+    g = task // nchunks
+    j0 = (task - g * nchunks) * COLUMN_CHUNK
+    return g, j0, min(n, j0 + COLUMN_CHUNK)
+
+
 @nb.njit(parallel=True, cache=_CACHE)
 def absmax_bits(X, axis):
     """Largest ``|x|`` bits over finite entries along rows (axis 0) or columns (1).
@@ -175,11 +188,9 @@ def absmax_bits(X, axis):
             bad[g, i] = f
             nnz[g, i] = c
     else:
-        nchunks = (k + 255) // 256
+        nchunks = (k + COLUMN_CHUNK - 1) // COLUMN_CHUNK
         for gc in nb.prange(b * nchunks):
-            g = gc // nchunks
-            j0 = (gc - g * nchunks) * 256
-            j1 = min(k, j0 + 256)
+            g, j0, j1 = column_chunk(gc, nchunks, k)
             for i in range(m):
                 for j in range(j0, j1):
                     a = X[g, i, j] & 0x7FFFFFFFFFFFFFFF
@@ -318,11 +329,9 @@ def norm_sums(X, shift, axis):
             s2[g, i] = a2
             s1[g, i] = a1
     else:
-        nchunks = (k + 255) // 256
+        nchunks = (k + COLUMN_CHUNK - 1) // COLUMN_CHUNK
         for gc in nb.prange(b * nchunks):
-            g = gc // nchunks
-            j0 = (gc - g * nchunks) * 256
-            j1 = min(k, j0 + 256)
+            g, j0, j1 = column_chunk(gc, nchunks, k)
             for i in range(m):
                 for j in range(j0, j1):
                     x = X[g, i, j]

@@ -822,15 +822,20 @@ def _k_pieces(A, B, cuts):
             for lo, hi in zip(edges[:-1], edges[1:])]
 
 
+def _whole_call(case, scheme, mode, count, rng):
+    """A partition case, its prepared operands and the whole call's decision."""
+    A, B = _partition_case(case, rng)
+    opts = _opts(scheme, mode, count, bounds=True, fallback="exact")
+    pa, pb = _prep(A, 0), _prep(B, 1)
+    return A, B, opts, pa, pb, decide(pa, pb, opts, A.shape[0])
+
+
 @pytest.mark.parametrize("case", PARTITION_CASES)
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("count", ["auto", 8])
 def test_k_pieces_combine_to_the_whole_decision(case, scheme, count, rng):
-    A, B = _partition_case(case, rng)
-    b, m, k, n = A.shape + (B.shape[2],)
-    opts = _opts(scheme, "accurate", count, bounds=True, fallback="exact")
-    pa, pb = _prep(A, 0), _prep(B, 1)
-    whole = decide(pa, pb, opts, b)
+    A, B, opts, pa, pb, whole = _whole_call(case, scheme, "accurate", count, rng)
+    b, k = A.shape[0], A.shape[2]
     ref_bd, e0, f0, _ = decisions.bound_data(opts.backend, opts.engine, pa.op, pb.op,
                                              pa.lines, pb.lines, scheme, k)
     for cuts in ([k // 2], [1, k - 5]):
@@ -868,11 +873,8 @@ def test_k_pieces_combine_to_the_whole_decision(case, scheme, count, rng):
 @pytest.mark.parametrize("count", ["auto", 8])
 def test_k_pieces_combine_to_the_whole_fast_decision(case, scheme, count, rng):
     from ozaki import scaling
-    A, B = _partition_case(case, rng)
-    b, m, k, n = A.shape + (B.shape[2],)
-    opts = _opts(scheme, "fast", count, bounds=True, fallback="exact")
-    pa, pb = _prep(A, 0), _prep(B, 1)
-    whole = decide(pa, pb, opts, b)
+    A, B, opts, pa, pb, whole = _whole_call(case, scheme, "fast", count, rng)
+    b, k = A.shape[0], A.shape[2]
     h = scaling.norm_bits(k)
     backend = get_backend()
     pieces = _k_pieces(A, B, [k // 2])
