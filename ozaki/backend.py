@@ -21,7 +21,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from . import bounds, kernels, reconstruct
+from . import bounds, kernels, reconstruct, residues
 from .engines import ENGINES, BlasEngine, Engine, get_engine
 
 __all__ = ["Operand", "CPUBackend", "get_backend", "pow2mod", "MAX_EXPONENT"]
@@ -90,8 +90,8 @@ class Operand:
         return (shift, zeros) if self.axis == 0 else (zeros, shift)
 
     def plane(self, buf: np.ndarray) -> np.ndarray:
-        """``buf`` (in the bits' layout) as a plane of the product's shape."""
-        return buf.transpose(0, 2, 1) if self.T else buf
+        """``buf`` (in the bits' layout) as planes of the product's shape (last two axes)."""
+        return buf.swapaxes(-1, -2) if self.T else buf
 
     def layout(self, b: int) -> tuple[int, int, int]:
         """Shape of a plane of ``b`` slices in the bits' layout."""
@@ -165,11 +165,35 @@ class CPUBackend:
             kernels.quantize_down(op.bits, srow, scol, out)
         return op.plane(out)
 
-    def residues(self, op: Operand, shift: np.ndarray, p: int, out: np.ndarray) -> np.ndarray:
-        """Symmetric residues of ``trunc(x 2**shift)`` mod ``p`` into ``out`` (bits' layout)."""
+    def residues(self, op: Operand, shift: np.ndarray, moduli, out: np.ndarray,
+                 split: bool, cols: tuple[int, int] | None = None) -> np.ndarray:
+        """Symmetric residues of ``trunc(x 2**shift)`` mod each of ``moduli`` into ``out``.
+
+        ``out`` has shape ``(L,) + `` the bits' layout of the block (``L`` moduli);
+        ``cols = (j0, j1)`` restricts a right operand to its columns ``j0:j1``
+        (``shift`` stays the whole one). ``split``: every scaled magnitude is
+        below ``2**63`` (:func:`ozaki.residues.fits_split`), so the fast pass
+        serves all ``L`` moduli in one read of the operand. Returns the planes in
+        the product's shape (L, b, rows, cols).
+        """
+        bits, j0 = op.bits, 0
+        if cols is not None:
+            shift = shift[:, cols[0]:cols[1]]
+            if op.T:  # a right operand read through its transpose: the block is rows
+                bits = bits[:, cols[0]:cols[1]]
+            else:  # the block's columns, read in place from column j0 on
+                j0 = cols[0]
         srow, scol = op._shifts(shift)
         with self.lock:
-            kernels.residues(op.bits, srow, scol, float(p), 1.0 / p, pow2mod(p), out)
+            if split:
+                r1, r2 = residues.split_factors(srow)
+                c1, c2 = residues.split_factors(scol)
+                residues.split_residues(bits.view(np.float64), j0, r1, r2, c1, c2,
+                                        residues.split_constants(tuple(moduli)), out)
+            else:
+                for q, p in enumerate(moduli):
+                    residues.gather_residues(bits, j0, srow, scol, float(p), 1.0 / p,
+                                             pow2mod(p), out[q])
         return op.plane(out)
 
     # -- passes on products ---------------------------------------------------
@@ -214,10 +238,19 @@ class CPUBackend:
             kernels.add_residues(self._flat(x), self._flat(y), pf, pinv, c26, self._out(out))
         return out
 
-    def reconstruct(self, store, plan, s, t, out) -> None:
-        """CRT of ``store`` (N, b, m, n) with shifts ``s`` (b, m), ``t`` (b, n) into ``out``."""
+    def reconstruct(self, store, plan, s, t, out, c0: int = 0, products: bool = False) -> None:
+        """CRT of ``store`` (N, b, m, w) with shifts ``s`` (b, m), ``t`` (b, n) into the
+        columns ``c0 .. c0 + w - 1`` of ``out`` (b, m, n).
+
+        ``store`` holds residues, or with ``products`` the exact modular products
+        (FP64), reduced on the fly (no store pass)."""
+        if not 0 <= c0 <= out.shape[-1] - store.shape[-1]:
+            raise ValueError("columns c0 .. c0 + w - 1 are not in out")
+        mods = (np.array([modular_constants(p) for p in plan.moduli]) if products
+                else np.empty((0, 3)))
         with self.lock:
-            reconstruct.reconstruct(store, plan.weights, plan.p_levels, plan.p_inv, s, t, out)
+            reconstruct.reconstruct(store, plan.weights, plan.p_levels, plan.p_inv, s, t, out,
+                                    int(c0), mods)
 
     def upper_rowmax(self, G, rF, cF, nA, nB):
         with self.lock:

@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from . import exactdot
+from .special import apply_nonfinite
 
 __all__ = ["exact_entries", "overflow_risk", "exact_bound"]
 
@@ -93,3 +94,61 @@ def overflow_risk(A: np.ndarray, B: np.ndarray, Ea: np.ndarray, zero_a: np.ndarr
     mask = np.zeros((m, n), bool)
     mask[np.ix_(rows, cols)] = M >= limit
     return mask if mask.any() else None
+
+
+def finish(info, dec, policy: str, out: np.ndarray, la, lb, k: int, b: int, complex_: bool,
+           operands) -> None:
+    """After the reconstruction: bounds, exact fallback, overflow guard, non-finite values.
+
+    ``out`` (b, m, n) holds the emulated stack, ``dec`` its decision, ``la``/``lb``
+    the operands' line data (:class:`ozaki.decisions.Lines`), ``k`` the inner
+    dimension of the (real) products, ``operands(g) -> (A_g, B_g)`` slice ``g``'s
+    real matrices. Works slice by slice, only on slices that need it.
+    """
+    if info.error_bound is not None:
+        # |C - AB| <= u |AB| + X and |AB| <= |C| + |C - AB| give
+        # |C - AB| <= (u |C| + X) / (1 - u); the factor (1 + 2**-50) rounds up.
+        eb = info.error_bound
+        with np.errstate(over="ignore"):
+            eb += 2.0 ** -53 * np.abs(out)
+            eb *= 1.0 + 2.0 ** -50
+    mask = dec.mask if info.uncertified and policy == "exact" else None
+    if mask is not None:
+        info.fallback = "exact"
+        info.fallback_entries = int(mask.sum())
+        info.fallback_block = (int(mask.any(axis=2).sum()), int(mask.any(axis=1).sum()))
+    (Ea, za), (Eb, zb) = la.exponents, lb.exponents
+    lk = int(np.ceil(np.log2(max(k, 1))))
+    top_a = np.where(za, -10 ** 6, Ea).max(axis=1, initial=-10 ** 6)
+    top_b = np.where(zb, -10 ** 6, Eb).max(axis=1, initial=-10 ** 6)
+    near = np.broadcast_to(top_a + top_b + lk >= OVERFLOW_EXPONENT, (b,))
+    bad_a = np.broadcast_to(la.bad.any(axis=1), (b,))
+    bad_b = np.broadcast_to(lb.bad.any(axis=1), (b,))
+    busy = near | bad_a | bad_b
+    if mask is not None:
+        busy = busy | mask.any(axis=(1, 2))
+    exact = 0
+    for g in np.flatnonzero(busy):
+        Ag, Bg = operands(g)
+        ga, gb = min(g, la.bad.shape[0] - 1), min(g, lb.bad.shape[0] - 1)
+        Ebg = np.concatenate((Eb[gb], Eb[gb])) if complex_ else Eb[gb]
+        zbg = np.concatenate((zb[gb], zb[gb])) if complex_ else zb[gb]
+        sel = None if mask is None else mask[g]
+        risk = overflow_risk(Ag, Bg, Ea[ga], za[ga], Ebg, zbg) if near[g] else None
+        if risk is not None:
+            sel = risk if sel is None else sel | risk
+        if sel is not None and sel.any():
+            exact_entries(Ag, Bg, sel, out[g])
+            exact += int(sel.sum())
+            if info.error_bound is not None:
+                info.error_bound[g][sel] = exact_bound(out[g][sel])
+        if bad_a[g] or bad_b[g]:
+            bad_rows = la.bad[ga]
+            bad_cols = lb.bad[gb]
+            if complex_:
+                bad_cols = np.concatenate((bad_cols, bad_cols))
+            apply_nonfinite(Ag, Bg, bad_rows, bad_cols, out[g])
+            if info.error_bound is not None:
+                info.error_bound[g][bad_rows, :] = 0.0  # exact-arithmetic values
+                info.error_bound[g][:, bad_cols] = 0.0
+    info.exact_entries = exact

@@ -220,55 +220,13 @@ def smod_short(y, p, pinv):
 
 
 @nb.njit(parallel=True, cache=_CACHE)
-def residues(X, srow, scol, p, pinv, pow2mod, out):
-    """``out[g, i, j] = smod(trunc(x_gij * 2**(srow[g, i] + scol[g, j])), p)``, exactly.
-
-    ``X`` (bx, r, c) are bit patterns; ``bx`` is 1 (one operand shared by the
-    ``b`` slices of ``out``, each slice with its own shifts) or ``b``. The
-    scaled value is ``mant * 2**E``. Its truncation is ``m * 2**E'`` with
-    ``m = mant >> max(-E, 0)`` (exact integer shift) and ``E' = max(E, 0)``.
-    Splitting ``m = mh 2**26 + ml`` (``mh < 2**27``, ``ml < 2**26``),
-    ``m 2**E' == mh (2**(E'+26) mod p) + ml (2**E' mod p)  (mod p)``, a sum below
-    ``2**49.1`` for ``p < 2**21.6``: one short reduction, no branch on the data,
-    so the loop vectorises. Non-finite entries give 0 (their semantics are
-    applied separately). ``pow2mod[e] == 2**e mod p`` must cover ``E' + 26``.
-    """
-    b, m, k = out.shape
-    bx = X.shape[0]
-    hi = np.floor((p - 1.0) * 0.5)
-    for gi in nb.prange(b * m):
-        g = gi // m
-        i = gi - g * m
-        gx = min(g, bx - 1)
-        si = srow[g, i]
-        for j in range(k):
-            x = X[gx, i, j]
-            ex = (x >> 52) & 0x7FF
-            mant = x & _MANT
-            if ex > 0:
-                mant |= _HIDDEN
-            if ex == 0x7FF:  # Inf/NaN: a zero that keeps E inside the tables
-                mant = 0
-                ex = 1
-            E = max(ex, 1) - 1075 + si + scol[g, j]
-            mt = mant >> min(max(-E, 0), 63)
-            Ep = max(E, 0)
-            y = float(mt >> 26) * pow2mod[Ep + 26] + float(mt & 0x3FFFFFF) * pow2mod[Ep]
-            r = smod_short(y, p, pinv)
-            if x < 0:
-                r = -r
-                if r > hi:
-                    r -= p
-            out[g, i, j] = r
-
-
-@nb.njit(parallel=True, cache=_CACHE)
 def quantize_down(X, srow, scol, out):
     """``out[g, i, j] = floor(|x_gij| * 2**(srow[g, i] + scol[g, j]))`` exactly (non-finite -> 0).
 
     The floor of ``mant * 2**E`` is the integer shift ``mant >> -E`` (``E < 0``)
     or ``mant << E``; the caller picks the shifts so that every result is below
-    ``2**20``. ``X`` (bx, r, c) with ``bx`` 1 or ``b`` as for :func:`residues`.
+    ``2**20``. ``X`` (bx, r, c) with ``bx`` 1 (shared) or ``b``, as for
+    :func:`ozaki.residues.gather_residues`.
     """
     b, m, k = out.shape
     bx = X.shape[0]

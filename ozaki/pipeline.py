@@ -34,7 +34,7 @@ from .engines import Engine
 from .info import OzakiInfo
 from .moduli import MODULI, auto_num_moduli, crt_plan
 from .products import complex_product, gemms_per_modulus, modular_product
-from .special import apply_nonfinite
+from .residues import fits_split
 from .workspace import workspace
 
 __all__ = ["Options", "Prepared", "decide", "emulate", "slice_operands", "residue_dtype"]
@@ -42,6 +42,9 @@ __all__ = ["Options", "Prepared", "decide", "emulate", "slice_operands", "residu
 #: Bytes of operand and product planes per chunk of a stack (a few MiB: the
 #: chunk's planes stay in cache through the N moduli).
 CHUNK_BYTES = 2 ** 21
+#: Residue planes of all N moduli are formed in one pass while they take at most
+#: this many bytes (one read of each operand instead of N); otherwise one by one.
+GROUP_BYTES = 2 ** 25
 
 
 @dataclass(frozen=True)
@@ -79,24 +82,34 @@ class Prepared:
         self.keep = keep
         self.keep_residues = keep and keep_residues
 
-    def residue_plane(self, shift: np.ndarray, p: int, out: np.ndarray,
-                      part: tuple[int, int] | None = None) -> np.ndarray:
-        """Residues of ``trunc(x 2**shift)`` mod ``p``: kept ones, or formed into ``out``.
+    def residue_planes(self, shift: np.ndarray, moduli: tuple[int, ...], out: np.ndarray,
+                       part: tuple[int, int] | None = None,
+                       cols: tuple[int, int] | None = None) -> np.ndarray:
+        """Residues of ``trunc(x 2**shift)`` mod each of ``moduli``: kept ones, or formed into ``out``.
 
         ``part = (lo, hi)`` restricts a stack to its slices ``lo:hi`` (a shared
-        operand, a stack of one, is read whole).
+        operand, a stack of one, is read whole); ``cols = (j0, j1)`` a right
+        operand to its columns. Returns (L, b, rows, cols) planes.
         """
         op = self.op if part is None or self.op.batch == 1 else self.op.sub(*part)
+        E, zero = self.lines.exponents
+        if part is not None and self.op.batch > 1:
+            E, zero = E[part[0]:part[1]], zero[part[0]:part[1]]
+        if cols is not None:
+            E, zero = E[:, cols[0]:cols[1]], zero[:, cols[0]:cols[1]]
+            fit = fits_split(E, zero, shift[:, cols[0]:cols[1]])
+        else:
+            fit = fits_split(E, zero, shift)
         if not self.keep_residues:
-            return self.backend.residues(op, shift, p, out)
-        key = (p, part if self.op.batch > 1 else None)
+            return self.backend.residues(op, shift, moduli, out, fit, cols)
+        key = (moduli, part if self.op.batch > 1 else None, cols)
         tag = shift.shape, shift.tobytes()
         kept = self.residues.get(key)
         if kept is not None and kept[0] == tag:
             return kept[1]
-        plane = self.backend.residues(op, shift, p, out).copy()
-        self.residues[key] = (tag, plane)  # the last shifts' planes, nothing older
-        return plane
+        planes = self.backend.residues(op, shift, moduli, out, fit, cols).copy()
+        self.residues[key] = (tag, planes)  # the last shifts' planes, nothing older
+        return planes
 
 
 def residue_dtype(moduli) -> np.dtype:
@@ -233,17 +246,24 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     sa = s[:1] if wide_a else s
     tb = t[:1] if wide_b else t
     cols = 2 * n if complex_ else n
+    moduli = MODULI[scheme][:N]
     ws = workspace()
-    store = ws.take("store", (N, b, m, cols), residue_dtype(MODULI[scheme][:N]))
-    # slices go through all N moduli a chunk at a time, small enough to stay in
-    # cache between the passes (a single product is one chunk)
+    # The product goes through all N moduli and the reconstruction a piece at a
+    # time, small enough to stay in cache between the passes: a chunk of slices
+    # for a stack, a block of columns for a single product with a small A.
     per_slice = 8 * (A.shape[1] * A.shape[2] + B.shape[1] * B.shape[2] + m * cols)
     chunk = b if b == 1 else max(1, min(b, CHUNK_BYTES // per_slice))
-    info.workspace_bytes = store.nbytes + min(b, chunk) * per_slice
+    width = _column_block(A, m, k, n, N) if b == 1 and not complex_ else cols
+    tt = _tile(t) if complex_ else t
+    RA = None
+    if width < cols:  # A's planes of all N moduli, formed once for every block
+        RA = pa.residue_planes(s, moduli, ws.take("ra", (N,) + A.layout(1)))
+    info.workspace_bytes = piece_bytes(min(b, chunk), m, A.shape[2], width, N,
+                                       residue_dtype(moduli).itemsize, complex_,
+                                       RA is not None)
     # one modular product per modulus for the whole stack (a batched or wide GEMM;
-    # Gauss's three for complex), whatever the chunks
-    info.gemms += (3 if complex_ else 1) * sum(gemms_per_modulus(engine, p)
-                                               for p in MODULI[scheme][:N])
+    # Gauss's three for complex), whatever the pieces
+    info.gemms += (3 if complex_ else 1) * sum(gemms_per_modulus(engine, p) for p in moduli)
     t1 = time.perf_counter()
     sec["scaling"] += t1 - t0
     for lo in range(0, b, chunk):
@@ -251,23 +271,74 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
         part = (lo, hi) if chunk < b else None
         sa_c = sa if sa.shape[0] == 1 else sa[lo:hi]
         tb_c = tb if tb.shape[0] == 1 else tb[lo:hi]
-        _products(pa, pb, sa_c, tb_c, part, hi - lo, m, n, k, store[:, lo:hi], info,
-                  opts, complex_, wide_a, wide_b)
-
+        for j0 in range(0, cols, width) if cols else (0,):
+            j1 = min(cols, j0 + width)
+            shape = (N, hi - lo, m, j1 - j0)
+            # a piece small enough keeps its exact products for the CRT (no store pass)
+            raw = not complex_ and 8 * np.prod(shape) <= GROUP_BYTES
+            store = (ws.take("store", shape) if raw
+                     else ws.take("store", shape, residue_dtype(moduli)))
+            _products(pa, pb, sa_c, tb_c, part, hi - lo, m, n if complex_ else j1 - j0, k,
+                      store, info, opts, complex_, wide_a, wide_b,
+                      None if width == cols else (j0, j1), RA, raw)
+            t2 = time.perf_counter()
+            _reconstruct(backend, scheme, store, counts[lo:hi], s[lo:hi], tt[lo:hi],
+                         out[lo:hi], j0, raw)
+            sec["reconstruction"] += time.perf_counter() - t2
     t0 = time.perf_counter()
-    tt = _tile(t) if complex_ else t
-    if (counts == N).all():
-        backend.reconstruct(store, crt_plan(scheme, N), s, tt, out)
-    else:  # slices of different counts: each group with its own constants
-        for c in np.unique(counts):
-            idx = np.flatnonzero(counts == c)
-            part = np.empty((len(idx), m, cols))
-            backend.reconstruct(np.ascontiguousarray(store[:c][:, idx]), crt_plan(scheme, int(c)),
-                                s[idx], tt[idx], part)
-            out[idx] = part
-    _finish(info, dec, opts.policy, out, pa, pb, b, complex_)
+    fallback.finish(info, dec, opts.policy, out, pa.lines, pb.lines, A.shape[2], b, complex_,
+                    lambda g: slice_operands(pa, pb, g, complex_))
     sec["reconstruction"] += time.perf_counter() - t0
     return info
+
+
+def piece_bytes(c: int, m: int, k: int, w: int, N: int, item: int, complex_: bool = False,
+                blocked: bool = False) -> int:
+    """Workspace of one piece: ``c`` slices, ``w`` columns of the (real) product.
+
+    Residue planes of ``A`` (``c m k``, or all N of a shared A formed once for
+    column blocks, ``blocked``) and of ``B`` (``c k w``), N of each at once
+    while they fit :data:`GROUP_BYTES`; the N exact products in FP64 when they
+    fit it too (reconstructed from there), else one product plane and the N
+    residues in ``item``-byte integers. Complex products (``k`` the embedding's)
+    always store residues.
+    """
+    planes_a = 0 if blocked else c * m * k
+    group = N if 8 * N * (planes_a + c * k * w) <= GROUP_BYTES else 1
+    raw = not complex_ and 8 * N * c * m * w <= GROUP_BYTES
+    store = N * c * m * w * (8 if raw else item) + (0 if raw else 8 * c * m * w)
+    return int(8 * group * (planes_a + c * k * w) + (8 * N * m * k if blocked else 0) + store)
+
+
+def _column_block(A, m: int, k: int, n: int, N: int) -> int:
+    """Columns of ``B`` per block of a single product (``n``: one block).
+
+    Blocks pay when ``B`` and ``C`` are wide and ``A``'s planes of all N moduli
+    are small (an FFT stage, a panel update): each block's planes, products and
+    residues then stay in cache through the moduli and the reconstruction.
+    """
+    if 8 * N * m * k > GROUP_BYTES // 4 or 8 * (k + m) * n <= 4 * CHUNK_BYTES:
+        return n
+    return max(512, CHUNK_BYTES // (8 * (k + m)) // 512 * 512)
+
+
+def _reconstruct(backend, scheme, store, counts, s, t, out, c0: int, raw: bool) -> None:
+    """CRT of a piece's ``store`` (N, c, m, w) into ``out[:, :, c0:c0 + w]`` (c slices).
+
+    ``store`` holds residues, or with ``raw`` the exact modular products.
+    """
+    N = store.shape[0]
+    if (counts == N).all():
+        backend.reconstruct(store, crt_plan(scheme, N), s, t, out, c0=c0, products=raw)
+        return
+    w = store.shape[-1]
+    for c in np.unique(counts):  # slices of different counts: each with its own constants
+        idx = np.flatnonzero(counts == c)
+        part = np.empty((len(idx), out.shape[1], w))
+        backend.reconstruct(np.ascontiguousarray(store[:c][:, idx]), crt_plan(scheme, int(c)),
+                            s[idx], np.ascontiguousarray(t[idx][:, c0:c0 + w]), part,
+                            products=raw)
+        out[idx, :, c0:c0 + w] = part
 
 
 def slice_operands(pa: Prepared, pb: Prepared, g: int, complex_: bool):
@@ -282,86 +353,55 @@ def slice_operands(pa: Prepared, pb: Prepared, g: int, complex_: bool):
 
 
 def _products(pa, pb, sa, tb, part, c, m, n, k, store, info, opts, complex_, wide_a,
-              wide_b) -> None:
-    """Residues and modular products of ``c`` slices, modulus by modulus, into ``store``."""
+              wide_b, cols=None, RA=None, raw=False) -> None:
+    """Residues and modular products of ``c`` slices, modulus by modulus, into ``store``.
+
+    ``cols = (j0, j1)`` restricts ``B`` to a block of ``n`` columns; ``RA``, when
+    given, holds ``A``'s planes of all the moduli already; with ``raw`` the
+    exact products themselves go into ``store`` (FP64), not their residues.
+    """
     backend, engine = opts.backend, opts.engine
     ws = workspace()
     sec = info.seconds
-    buf_a = ws.take("ra", pa.op.layout(sa.shape[0]))
-    buf_b = ws.take("rb", pb.op.layout(tb.shape[0]))
-    for i, p in enumerate(MODULI[opts.scheme][:store.shape[0]]):
+    moduli = MODULI[opts.scheme][:store.shape[0]]
+    lay_a, lay_b = pa.op.layout(sa.shape[0]), pb.op.layout(tb.shape[0])
+    if cols is not None:  # a block of columns, in the bits' layout
+        lay_b = (lay_b[0], n, lay_b[2]) if pb.op.T else lay_b[:2] + (n,)
+    # planes of all N moduli at once (one read of each operand) while they stay small
+    size = (0 if RA is not None else np.prod(lay_a)) + np.prod(lay_b)
+    group = len(moduli) if len(moduli) * 8 * size <= GROUP_BYTES else 1
+    buf_a = None if RA is not None else ws.take("ra", (group,) + lay_a)
+    buf_b = ws.take("rb", (group,) + lay_b)
+    planes_a = RA
+    for q0 in range(0, len(moduli), group):
         t0 = time.perf_counter()
-        ra = pa.residue_plane(sa, p, buf_a, part)
-        rb = pb.residue_plane(tb, p, buf_b, part)
-        t1 = time.perf_counter()
-        if complex_:
-            P = complex_product(backend, engine, ra, rb, p)
-            backend.complex_store(*P, p, store[i], n)
+        ps = moduli[q0:q0 + group]
+        if RA is None:
+            planes_a = pa.residue_planes(sa, ps, buf_a[:len(ps)], part)
+            q_a = 0
         else:
-            prod = ws.take("prod", (c, m, n))
-            if wide_b and ra.flags.c_contiguous:  # one wide GEMM: (c m, k) @ (k, n)
-                modular_product(backend, engine, ra.reshape(1, c * m, k), rb, p,
-                                prod.reshape(1, c * m, n))
-            elif wide_a:  # one wide GEMM: (m, k) @ (k, c n)
-                wide = modular_product(backend, engine, ra,
-                                       rb.transpose(1, 0, 2).reshape(1, k, c * n), p)
-                prod[...] = wide.reshape(m, c, n).transpose(1, 0, 2)
-            else:  # one batched GEMM
-                modular_product(backend, engine, ra, rb, p, prod)
-            backend.store(prod, p, store[i])
-        t2 = time.perf_counter()
+            q_a = q0
+        RB = pb.residue_planes(tb, ps, buf_b[:len(ps)], part, cols)
+        t1 = time.perf_counter()
         sec["residues"] += t1 - t0
-        sec["products"] += t2 - t1
-        sec["reconstruction"] += time.perf_counter() - t2
-
-
-def _finish(info, dec, policy, out, pa, pb, b, complex_) -> None:
-    """Bounds, exact fallback, overflow guard and non-finite values, slice by slice."""
-    if info.error_bound is not None:
-        # |C - AB| <= u |AB| + X and |AB| <= |C| + |C - AB| give
-        # |C - AB| <= (u |C| + X) / (1 - u); the factor (1 + 2**-50) rounds up.
-        eb = info.error_bound
-        with np.errstate(over="ignore"):
-            eb += 2.0 ** -53 * np.abs(out)
-            eb *= 1.0 + 2.0 ** -50
-    mask = dec.mask if info.uncertified and policy == "exact" else None
-    if mask is not None:
-        info.fallback = "exact"
-        info.fallback_entries = int(mask.sum())
-        info.fallback_block = (int(mask.any(axis=2).sum()), int(mask.any(axis=1).sum()))
-    (Ea, za), (Eb, zb) = pa.lines.exponents, pb.lines.exponents
-    k = pa.op.shape[2]
-    lk = int(np.ceil(np.log2(max(k, 1))))
-    top_a = np.where(za, -10 ** 6, Ea).max(axis=1, initial=-10 ** 6)
-    top_b = np.where(zb, -10 ** 6, Eb).max(axis=1, initial=-10 ** 6)
-    near = np.broadcast_to(top_a + top_b + lk >= fallback.OVERFLOW_EXPONENT, (b,))
-    bad_a = np.broadcast_to(pa.lines.bad.any(axis=1), (b,))
-    bad_b = np.broadcast_to(pb.lines.bad.any(axis=1), (b,))
-    busy = near | bad_a | bad_b
-    if mask is not None:
-        busy = busy | mask.any(axis=(1, 2))
-    exact = 0
-    for g in np.flatnonzero(busy):
-        Ag, Bg = slice_operands(pa, pb, g, complex_)
-        ga, gb = min(g, pa.op.batch - 1), min(g, pb.op.batch - 1)
-        Ebg = np.concatenate((Eb[gb], Eb[gb])) if complex_ else Eb[gb]
-        zbg = np.concatenate((zb[gb], zb[gb])) if complex_ else zb[gb]
-        sel = None if mask is None else mask[g]
-        risk = fallback.overflow_risk(Ag, Bg, Ea[ga], za[ga], Ebg, zbg) if near[g] else None
-        if risk is not None:
-            sel = risk if sel is None else sel | risk
-        if sel is not None and sel.any():
-            fallback.exact_entries(Ag, Bg, sel, out[g])
-            exact += int(sel.sum())
-            if info.error_bound is not None:
-                info.error_bound[g][sel] = fallback.exact_bound(out[g][sel])
-        if bad_a[g] or bad_b[g]:
-            bad_rows = pa.lines.bad[ga]
-            bad_cols = pb.lines.bad[gb]
+        for q, p in enumerate(ps):
+            t1 = time.perf_counter()
+            ra, rb = planes_a[q_a + q], RB[q]
             if complex_:
-                bad_cols = np.concatenate((bad_cols, bad_cols))
-            apply_nonfinite(Ag, Bg, bad_rows, bad_cols, out[g])
-            if info.error_bound is not None:
-                info.error_bound[g][bad_rows, :] = 0.0  # exact-arithmetic values
-                info.error_bound[g][:, bad_cols] = 0.0
-    info.exact_entries = exact
+                P = complex_product(backend, engine, ra, rb, p)
+                backend.complex_store(*P, p, store[q0 + q], n)
+            else:
+                prod = store[q0 + q] if raw else ws.take("prod", (c, m, n))
+                if wide_b and ra.flags.c_contiguous:  # one wide GEMM: (c m, k) @ (k, n)
+                    modular_product(backend, engine, ra.reshape(1, c * m, k), rb, p,
+                                    prod.reshape(1, c * m, n))
+                elif wide_a:  # one wide GEMM: (m, k) @ (k, c n)
+                    wide = modular_product(backend, engine, ra,
+                                           rb.transpose(1, 0, 2).reshape(1, k, c * n), p)
+                    prod[...] = wide.reshape(m, c, n).transpose(1, 0, 2)
+                else:  # one batched GEMM
+                    modular_product(backend, engine, ra, rb, p, prod)
+                if not raw:
+                    backend.store(prod, p, store[q0 + q])
+            t2 = time.perf_counter()
+            sec["products"] += t2 - t1

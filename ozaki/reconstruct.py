@@ -1,7 +1,7 @@
 """Step 4, the Chinese Remainder reconstruction, and the exact power-of-two scaling.
 
 :func:`reconstruct` turns the stored residues of the N modular products into the
-product, entry by entry, in registers; :func:`ldexp` scales by ``2**e`` with one
+product, entry by entry in a fixed order; :func:`ldexp` scales by ``2**e`` with one
 rounding. Both compiled with numba under the same rules as :mod:`ozaki.kernels`
 (no fastmath, fixed order per output, one thread per output).
 """
@@ -11,9 +11,12 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .kernels import _CACHE, POW2, _rint
+from .kernels import _CACHE, POW2, _rint, smod
 
 __all__ = ["ldexp", "reconstruct"]
+
+#: Rows narrower than this are reconstructed a task at a time, wider ones row by row.
+NARROW = 16
 
 
 @nb.njit(inline="always")
@@ -34,54 +37,131 @@ def ldexp(y, e):
     return (y * POW2[0]) * POW2[0]
 
 
-@nb.njit(parallel=True, cache=_CACHE)
-def reconstruct(R, W, p_levels, p_inv, srow, scol, out):
-    """CRT: ``out[g, i, j] = (C'_gij, symmetric mod P) * 2**-(srow[g, i] + scol[g, j])``.
+@nb.njit(inline="always")
+def _levels(S, q, hi, lo, e, p_levels, p_inv):
+    """``q = rint(sum_l S_l / P)``, ``hi + lo = sum_l (S_l - q P_l)`` (TwoSum) on entries ``:e``."""
+    for k in range(e):
+        q[k] = 0.0
+        lo[k] = 0.0
+    for lv in range(S.shape[0]):
+        Sl = S[lv]
+        for k in range(e):
+            q[k] += Sl[k] * p_inv
+    S0 = S[0]
+    for k in range(e):
+        q[k] = _rint(q[k])
+        hi[k] = S0[k] - q[k] * p_levels[0]
+    for lv in range(1, S.shape[0]):
+        pl = p_levels[lv]
+        Sl = S[lv]
+        for k in range(e):
+            d = Sl[k] - q[k] * pl
+            s = hi[k] + d
+            bb = s - hi[k]
+            lo[k] += (hi[k] - (s - bb)) + (d - bb)
+            hi[k] = s
 
-    ``R`` (N, b, m, n) holds the residues ``C_t`` of the N modular products and
-    ``W`` (N, L) the exact level parts of the CRT weights. Per entry, in
-    registers and in a fixed order: ``S_l = sum_t W[t, l] C_t`` (exact, see
-    :mod:`ozaki.moduli`), ``q = rint(sum_l S_l / P)`` (exact thanks to the range
-    margin), ``D_l = S_l - q P_l`` (exact), and ``sum_l D_l == C'`` exactly (the
-    level tails are below half a unit). The sum is formed with error-free
-    TwoSum: correctly rounded for one or two levels, faithful (error below one
-    ulp, in practice correctly rounded) for more. The power-of-two scaling
-    rounds once more only when the result is subnormal.
+
+@nb.njit(inline="always")
+def _residues(F, Rt, mods, t):
+    """``F = Rt`` as floats (residues), or ``smod(Rt, p_t)`` (exact products, ``mods``)."""
+    if mods.shape[0] == 0:
+        for j in range(F.shape[0]):
+            F[j] = float(Rt[j])
+    else:
+        p, pinv, c26 = mods[t, 0], mods[t, 1], mods[t, 2]
+        for j in range(F.shape[0]):
+            F[j] = smod(Rt[j], p, pinv, c26)
+
+
+@nb.njit(inline="always")
+def _scale(o, hi, lo, k, si, sc):
+    """``o[j] = (hi + lo)[k + j] * 2**-(si + sc[j])`` along the row view ``o``."""
+    for j in range(o.shape[0]):
+        o[j] = ldexp(hi[k + j] + lo[k + j], -(si + sc[j]))
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def reconstruct(R, W, p_levels, p_inv, srow, scol, out, c0, mods):
+    """CRT: ``out[g, i, c0 + j] = (C'_gij, symmetric mod P) * 2**-(srow[g, i] + scol[g, c0 + j])``.
+
+    ``R`` (N, b, m, w) holds the residues ``C_t`` of the N modular products for
+    the columns ``c0 .. c0 + w - 1`` of ``out`` (b, m, n), ``w <= n - c0``, or,
+    when ``mods`` (N, 3) holds the moduli's ``(p, fl(1/p), 2**26 mod p)``, the
+    exact products themselves (integers up to ``2**53`` in FP64), reduced here
+    by :func:`ozaki.kernels.smod` (the values the store pass would keep; ``mods``
+    of shape (0, 3) for residues), and
+    ``W`` (N, L) the exact level parts of the CRT weights. Per entry, in a fixed
+    order: ``S_l = sum_t W[t, l] C_t`` (exact, see :mod:`ozaki.moduli`),
+    ``q = rint(sum_l S_l / P)`` (exact thanks to the range margin),
+    ``D_l = S_l - q P_l`` (exact), and ``sum_l D_l == C'`` exactly (the level
+    tails are below half a unit). The sum is formed with error-free TwoSum:
+    correctly rounded for one or two levels, faithful (error below one ulp, in
+    practice correctly rounded) for more. The power-of-two scaling rounds once
+    more only when the result is subnormal.
+
+    Tasks: the rows ``(g, i)`` are flattened; a task takes a tile of at most 512
+    columns of ``512 // tile`` consecutive rows (about 512 entries however
+    narrow the rows) and allocates its scratch once. Rows of at least
+    :data:`NARROW` columns are then done one at a time, narrower ones all at
+    once (the task's residues gathered as floats first); either way the
+    arithmetic runs as loops over entries on 1-D views, which LLVM vectorises.
+    Each entry is computed by one task: the bits do not depend on the thread count.
     """
     N, L = W.shape
-    b, m, n = out.shape
-    tile = min(n, 512)  # columns per task: the level sums stay in L1 however wide the row
-    tiles = (n + tile - 1) // tile if n else 0
-    for task in nb.prange(b * m * tiles):
-        gi = task // tiles
-        j0 = (task - gi * tiles) * tile
-        w_ = min(tile, n - j0)
-        g = gi // m
-        i = gi - g * m
-        si = srow[g, i]
-        S = np.zeros((L, tile))
-        for t in range(N):
-            for lv in range(L):
-                w = W[t, lv]
-                for j in range(w_):
-                    S[lv, j] += w * float(R[t, g, i, j0 + j])
-        # The same arithmetic per entry, written as loops over j (vectorised).
-        q = np.zeros(tile)
-        for lv in range(L):
-            for j in range(w_):
-                q[j] += S[lv, j] * p_inv
-        hi = np.empty(tile)
-        lo = np.zeros(tile)
-        for j in range(w_):
-            q[j] = _rint(q[j])
-            hi[j] = S[0, j] - q[j] * p_levels[0]
-        for lv in range(1, L):
-            pl = p_levels[lv]
-            for j in range(w_):
-                d = S[lv, j] - q[j] * pl
-                s = hi[j] + d
-                bb = s - hi[j]
-                lo[j] += (hi[j] - (s - bb)) + (d - bb)
-                hi[j] = s
-        for j in range(w_):
-            out[g, i, j0 + j] = ldexp(hi[j] + lo[j], -(si + scol[g, j0 + j]))
+    b, m, _ = out.shape
+    w = R.shape[3]
+    rows = b * m
+    tile = max(1, min(w, 512))  # columns per task: the level sums stay in L1
+    tiles = (w + tile - 1) // tile
+    per = 512 // tile  # rows per task
+    for task in nb.prange(((rows + per - 1) // per) * tiles):
+        r0 = (task // tiles) * per
+        r1 = min(rows, r0 + per)
+        j0 = (task % tiles) * tile
+        w_ = min(tile, w - j0)
+        c = c0 + j0
+        if w_ >= NARROW:
+            S = np.empty((L, w_))
+            F = np.empty(w_)
+            q = np.empty(w_)
+            hi = np.empty(w_)
+            lo = np.empty(w_)
+            for gi in range(r0, r1):
+                g = gi // m
+                i = gi - g * m
+                S[:] = 0.0
+                for t in range(N):
+                    _residues(F, R[t, g, i, j0:j0 + w_], mods, t)
+                    for lv in range(L):
+                        wt = W[t, lv]
+                        Sl = S[lv]
+                        for j in range(w_):
+                            Sl[j] += wt * F[j]
+                _levels(S, q, hi, lo, w_, p_levels, p_inv)
+                _scale(out[g, i, c:c + w_], hi, lo, 0, srow[g, i], scol[g, c:c + w_])
+        else:
+            e = (r1 - r0) * w_  # entry k: row r0 + k // w_, column j0 + k % w_
+            F = np.empty((N, e))
+            S = np.zeros((L, e))
+            q = np.empty(e)
+            hi = np.empty(e)
+            lo = np.empty(e)
+            for gi in range(r0, r1):
+                g = gi // m
+                i = gi - g * m
+                for t in range(N):
+                    k0 = (gi - r0) * w_
+                    _residues(F[t, k0:k0 + w_], R[t, g, i, j0:j0 + w_], mods, t)
+            for t in range(N):
+                Ft = F[t]
+                for lv in range(L):
+                    wt = W[t, lv]
+                    Sl = S[lv]
+                    for k in range(e):
+                        Sl[k] += wt * Ft[k]
+            _levels(S, q, hi, lo, e, p_levels, p_inv)
+            for gi in range(r0, r1):
+                g = gi // m
+                i = gi - g * m
+                _scale(out[g, i, c:c + w_], hi, lo, (gi - r0) * w_, srow[g, i], scol[g, c:c + w_])

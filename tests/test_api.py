@@ -136,6 +136,13 @@ def test_info_and_workspace(AB):
     # fp64, 6 moduli, n x n: two FP64 residue planes, one product plane, six int32 planes
     n = 4096
     assert ozaki.workspace_bytes(n, n, n, num_moduli=6) == (3 * 8 + 6 * 4) * n * n
+    # a wide product with a small A runs in column blocks: a block's share only
+    A, B = np.ones((8, 8)), np.ones((8, 70000))
+    _, info = ozaki.dgemm(A, B, return_info=True)
+    assert info.workspace_bytes == ozaki.workspace_bytes(8, 70000, 8,
+                                                         num_moduli=info.num_moduli)
+    whole = 8 * (8 * 8 + 2 * 8 * 70000) + 6 * 8 * 70000 * 4  # planes and store of one pass
+    assert info.num_moduli == 6 and info.workspace_bytes < whole
     with pytest.raises(ValueError, match="m must be a non-negative integer"):
         ozaki.workspace_bytes(-1, 2, 3)
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from ozaki import kernels, reconstruct
-from ozaki.backend import modular_constants, pow2mod
+from ozaki.backend import get_backend, modular_constants, pow2mod
 from ozaki.moduli import MODULI, crt_plan, half_range
 from ozaki.products import karatsuba_digits, square_digits
 
@@ -38,47 +38,6 @@ def test_smod_exact_on_full_range(y, p):
 @given(st.integers(-2 ** 52, 2 ** 52), st.sampled_from(ALL_MODULI))
 def test_smod_short_exact(y, p):
     assert kernels.smod_short(float(y), float(p), 1.0 / p) == sym(y, p)
-
-
-@given(st.lists(finite, min_size=1, max_size=24), st.integers(-1100, 400),
-       st.sampled_from(ALL_MODULI))
-def test_residues_of_scaled_truncations(xs, shift, p):
-    X = np.array([[xs]])
-    # keep the scaled magnitudes within the tables (as the shift choice does)
-    top = max((math.frexp(abs(x))[1] for x in xs if x), default=0)
-    shift = min(shift, 600 - top)
-    out = np.empty_like(X)
-    kernels.residues(X.view(np.int64), np.array([[shift]]), np.zeros((1, len(xs)), np.int64),
-                     float(p), 1.0 / p, pow2mod(p), out)
-    for x, r in zip(xs, out[0, 0]):
-        assert r == sym(trunc_scaled(x, shift), p)
-
-
-def test_residues_column_shifts_and_nonfinite():
-    X = np.array([[[1.5, -2.75, np.inf], [np.nan, 3.0, -0.0]]])
-    p = 251
-    out = np.empty_like(X)
-    kernels.residues(X.view(np.int64), np.zeros((1, 2), np.int64), np.array([[60, 3, 1]]),
-                     float(p), 1.0 / p, pow2mod(p), out)
-    out = out[0]
-    assert out[0, 0] == sym(trunc_scaled(1.5, 60), p)
-    assert out[0, 1] == sym(-22, p)
-    assert out[0, 2] == 0 and out[1, 0] == 0 and out[1, 2] == 0
-    assert out[1, 1] == sym(24, p)
-
-
-def test_residues_of_a_shared_operand_take_each_slice_shifts():
-    # one operand (bx = 1) read by three slices, each with its own row shifts
-    X = np.array([[[1.5, -2.75], [3.25, 0.5]]])
-    p = 233
-    shifts = np.array([[0, 1], [4, 2], [60, 7]])
-    out = np.empty((3, 2, 2))
-    kernels.residues(X.view(np.int64), shifts, np.zeros((3, 2), np.int64), float(p),
-                     1.0 / p, pow2mod(p), out)
-    for g in range(3):
-        for i in range(2):
-            for j in range(2):
-                assert out[g, i, j] == sym(trunc_scaled(X[0, i, j], shifts[g, i]), p)
 
 
 @given(st.lists(finite, min_size=1, max_size=16), st.integers(0, 20))
@@ -146,7 +105,8 @@ def test_reconstruct_recovers_the_symmetric_integer(scheme, n, rng):
     R = np.array([[[[sym(v, p) for v in vals]]] for p in plan.moduli], dtype=dtype)
     out = np.empty((1, 1, len(vals)))
     shifts = np.array([[5]]), np.zeros((1, len(vals)), np.int64)
-    reconstruct.reconstruct(R, plan.weights, plan.p_levels, plan.p_inv, *shifts, out)
+    reconstruct.reconstruct(R, plan.weights, plan.p_levels, plan.p_inv, *shifts, out, 0,
+                            np.empty((0, 3)))
     for v, c in zip(vals, out[0, 0]):
         exact = Fraction(v, 32)
         # within half an ulp plus the documented tail
@@ -155,6 +115,35 @@ def test_reconstruct_recovers_the_symmetric_integer(scheme, n, rng):
         assert err <= ulp / 2 + Fraction(plan.tail) / 32 + ulp * Fraction(1, 2 ** 50)
         if plan.levels == 2 and v:
             assert c == float(exact) or err <= Fraction(plan.tail) / 32 + ulp / 2
+
+
+@pytest.mark.parametrize("num_moduli", [2, 6, 8])
+def test_reconstruct_column_blocks_with_c0_give_the_whole_bits(num_moduli, rng):
+    """Column blocks (narrow, wide, wider than a tile) written with ``c0`` == one whole call."""
+    plan = crt_plan("fp64", num_moduli)
+    b, m, n = 3, 5, 700
+    R = np.array([rng.integers(*half_range(p), (b, m, n), endpoint=True) for p in plan.moduli],
+                 np.int32)
+    s, t = rng.integers(-60, 61, (b, m)), rng.integers(-60, 61, (b, n))
+    backend = get_backend()
+    whole = np.empty((b, m, n))
+    backend.reconstruct(R, plan, s, t, whole)
+    blocks = np.full((b, m, n), np.nan)
+    cuts = [0, 1, 9, 40, 600, 700]
+    for c0, c1 in zip(cuts[:-1], cuts[1:]):
+        backend.reconstruct(np.ascontiguousarray(R[..., c0:c1]), plan, s, t, blocks, c0=c0)
+    assert whole.tobytes() == blocks.tobytes()
+    with pytest.raises(ValueError):
+        backend.reconstruct(R[..., :9], plan, s, t, blocks, c0=n - 8)
+    # from the exact products (any integers up to 2**53 with these residues): the same bits
+    P = np.array([R[q] + p * rng.integers(-2 ** 53 // p, 2 ** 53 // p - 1, R.shape[1:])
+                  for q, p in enumerate(plan.moduli)], np.float64)
+    assert (np.abs(P) <= 2 ** 53).all()
+    raw = np.full((b, m, n), np.nan)
+    for c0, c1 in zip(cuts[:-1], cuts[1:]):
+        backend.reconstruct(np.ascontiguousarray(P[..., c0:c1]), plan, s, t, raw, c0=c0,
+                            products=True)
+    assert whole.tobytes() == raw.tobytes()
 
 
 def test_fp8_digits_are_e4m3_integers():

@@ -598,9 +598,9 @@ def test_prepared_residue_cache_is_used(rng, monkeypatch):
     calls = []
     real = backend.residues
 
-    def counting(op, shift, p, out):
-        calls.append(op)
-        return real(op, shift, p, out)
+    def counting(op, shift, moduli, *args):
+        calls.extend(moduli)  # one entry per modulus plane formed
+        return real(op, shift, moduli, *args)
 
     P = ozaki.prepare(A)
     want = ozaki.dgemm(A, B, mode="fast", num_moduli=8)
@@ -610,7 +610,7 @@ def test_prepared_residue_cache_is_used(rng, monkeypatch):
     calls.clear()
     second = ozaki.dgemm(P, B, mode="fast", num_moduli=8)
     assert n_first == 16  # 8 moduli, both operands
-    assert len(calls) == 8  # only B's residues: A's planes come from the cache
+    assert len(calls) == 8  # only B's planes: A's planes come from the cache
     assert same_bits(first, want) and same_bits(second, want)
     calls.clear()
     unkept = ozaki.prepare(A, keep_residues=False)
@@ -929,6 +929,40 @@ def test_chunked_stacks_keep_the_bits_of_each_slice(rng, monkeypatch):
         shared = ozaki.matmul(A[0], B, mode=mode)
         for g in range(7):
             assert same_bits(shared[g], ozaki.dgemm(A[0], B[g], mode=mode))
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_column_blocks_of_a_wide_product_keep_its_bits(rng, monkeypatch, order):
+    # a single product with a small A runs through the moduli a block of B's columns
+    # at a time (A's planes formed once); the bits are those of one whole pass
+    import ozaki.pipeline as pipeline
+    A = test_matrix(6, 9, 2.0, rng)
+    B = np.asarray(test_matrix(9, 2000, 2.0, rng), order=order)
+    B[3, 1500] = np.inf  # special values and fallback entries in later blocks
+    B[:, 1700] *= 1e-200
+    monkeypatch.setattr(pipeline, "_column_block", lambda A, m, k, n, N: n)
+    whole = {(mode, scheme): ozaki.dgemm(A, B, mode=mode, scheme=scheme, bounds=True,
+                                         return_info=True)
+             for mode in MODES for scheme in ("fp64", "int8")}
+    widths = []
+    monkeypatch.setattr(pipeline, "_column_block",
+                        lambda A, m, k, n, N: widths.append(512) or 512)
+    P = ozaki.prepare(B, side="right")
+    for (mode, scheme), (C, info) in whole.items():
+        got, gi = ozaki.dgemm(A, B, mode=mode, scheme=scheme, bounds=True, return_info=True)
+        assert same_bits(got, C) and same_bits(gi.error_bound, info.error_bound)
+        assert gi.fallback_entries == info.fallback_entries
+        for _ in range(2):  # a prepared B keeps each block's planes
+            assert same_bits(ozaki.dgemm(A, P, mode=mode, scheme=scheme), C)
+    assert widths
+
+
+def test_wide_products_are_cut_into_column_blocks_only_when_A_is_small():
+    import ozaki.pipeline as pipeline
+    assert pipeline._column_block(None, 64, 64, 2 ** 20, 6) < 2 ** 20
+    assert pipeline._column_block(None, 64, 64, 2 ** 20, 6) % 512 == 0
+    assert pipeline._column_block(None, 4096, 4096, 4096, 6) == 4096  # A's planes too big
+    assert pipeline._column_block(None, 64, 64, 1000, 6) == 1000      # too narrow to pay
 
 
 def test_row_and_column_blocks_with_the_whole_decision_give_the_whole_bits(rng):
