@@ -16,6 +16,7 @@ Per-line data has shape (b, lines); shifts too.
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any
 
 import numba
@@ -30,6 +31,7 @@ __all__ = ["Operand", "CPUBackend", "get_backend", "pow2mod", "MAX_EXPONENT"]
 MAX_EXPONENT = 1100
 
 _POW2MOD: dict[int, np.ndarray] = {}
+_BLAS = None  # a threadpoolctl controller, made at first use
 
 
 def pow2mod(p: int) -> np.ndarray:
@@ -109,6 +111,7 @@ class CPUBackend:
     name = "cpu"
     xp = np
     lock = kernels.LOCK
+    _local = threading.local()
     #: Below this many elements per pass, the passes run on the calling thread:
     #: waking the worker threads costs more than the pass (10 us against 30 us to
     #: milliseconds on a loaded 2-core machine, measured on 32 x 32 operands).
@@ -132,6 +135,40 @@ class CPUBackend:
             yield
         finally:
             numba.set_num_threads(before)
+
+    def pass_threads(self) -> int:
+        """Threads the passes may use (numba's count for the calling thread)."""
+        return numba.get_num_threads()
+
+    @contextlib.contextmanager
+    def serial_passes(self):
+        """This thread's passes run serially, without the GIL and outside the lock.
+
+        For pieces of a product on worker threads: the serial builds of the
+        passes (:func:`ozaki.residues.split_residues_serial`,
+        :func:`ozaki.reconstruct.reconstruct_serial`) never enter numba's
+        threading layer, so several threads may run them at once. Only these
+        passes have serial builds; the caller sends nothing else.
+        """
+        self._local.serial = True
+        try:
+            yield
+        finally:
+            self._local.serial = False
+
+    def _serial(self) -> bool:
+        return getattr(self._local, "serial", False)
+
+    @contextlib.contextmanager
+    def one_blas_thread(self):
+        """BLAS on one thread for the duration (restored afterwards): worker threads
+        each run their own GEMMs. Process-wide while it lasts, as threadpoolctl is."""
+        global _BLAS
+        if _BLAS is None:
+            from threadpoolctl import ThreadpoolController
+            _BLAS = ThreadpoolController()
+        with _BLAS.limit(limits=1, user_api="blas"):
+            yield
 
     # -- engines ------------------------------------------------------------
 
@@ -184,6 +221,14 @@ class CPUBackend:
             else:  # the block's columns, read in place from column j0 on
                 j0 = cols[0]
         srow, scol = op._shifts(shift)
+        if self._serial():
+            if not split:  # pragma: no cover - the caller's promise
+                raise AssertionError("serial passes serve split residues only")
+            r1, r2 = residues.split_factors(srow)
+            c1, c2 = residues.split_factors(scol)
+            residues.split_residues_serial(bits.view(np.float64), j0, r1, r2, c1, c2,
+                                           residues.split_constants(tuple(moduli)), out)
+            return op.plane(out)
         with self.lock:
             if split:
                 r1, r2 = residues.split_factors(srow)
@@ -248,6 +293,10 @@ class CPUBackend:
             raise ValueError("columns c0 .. c0 + w - 1 are not in out")
         mods = (np.array([modular_constants(p) for p in plan.moduli]) if products
                 else np.empty((0, 3)))
+        if self._serial():
+            reconstruct.reconstruct_serial(store, plan.weights, plan.p_levels, plan.p_inv, s, t,
+                                           out, int(c0), mods)
+            return
         with self.lock:
             reconstruct.reconstruct(store, plan.weights, plan.p_levels, plan.p_inv, s, t, out,
                                     int(c0), mods)

@@ -23,6 +23,7 @@ Gauss's three products (:func:`ozaki.products.complex_product`).
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +34,7 @@ from .certify import CertificationError, explain
 from .engines import Engine
 from .info import OzakiInfo
 from .moduli import MODULI, auto_num_moduli, crt_plan
-from .products import complex_product, gemms_per_modulus, modular_product
+from .products import complex_product, gemms_per_modulus, modular_product, product_kblock
 from .residues import fits_split
 from .workspace import workspace
 
@@ -266,30 +267,65 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     info.gemms += (3 if complex_ else 1) * sum(gemms_per_modulus(engine, p) for p in moduli)
     t1 = time.perf_counter()
     sec["scaling"] += t1 - t0
-    for lo in range(0, b, chunk):
-        hi = min(b, lo + chunk)
+    pieces = [(lo, min(b, lo + chunk), j0, min(cols, j0 + width))
+              for lo in range(0, b, chunk) for j0 in (range(0, cols, width) if cols else (0,))]
+
+    def piece(lo, hi, j0, j1, sec):
         part = (lo, hi) if chunk < b else None
-        sa_c = sa if sa.shape[0] == 1 else sa[lo:hi]
-        tb_c = tb if tb.shape[0] == 1 else tb[lo:hi]
-        for j0 in range(0, cols, width) if cols else (0,):
-            j1 = min(cols, j0 + width)
-            shape = (N, hi - lo, m, j1 - j0)
-            # a piece small enough keeps its exact products for the CRT (no store pass)
-            raw = not complex_ and 8 * np.prod(shape) <= GROUP_BYTES
-            store = (ws.take("store", shape) if raw
-                     else ws.take("store", shape, residue_dtype(moduli)))
-            _products(pa, pb, sa_c, tb_c, part, hi - lo, m, n if complex_ else j1 - j0, k,
-                      store, info, opts, complex_, wide_a, wide_b,
-                      None if width == cols else (j0, j1), RA, raw)
-            t2 = time.perf_counter()
-            _reconstruct(backend, scheme, store, counts[lo:hi], s[lo:hi], tt[lo:hi],
-                         out[lo:hi], j0, raw)
-            sec["reconstruction"] += time.perf_counter() - t2
+        shape = (N, hi - lo, m, j1 - j0)
+        # a piece small enough keeps its exact products for the CRT (no store pass)
+        raw = not complex_ and 8 * np.prod(shape) <= GROUP_BYTES
+        store = workspace().take("store", shape, np.float64 if raw else residue_dtype(moduli))
+        _products(pa, pb, sa if sa.shape[0] == 1 else sa[lo:hi],
+                  tb if tb.shape[0] == 1 else tb[lo:hi], part, hi - lo, m,
+                  n if complex_ else j1 - j0, k, store, sec, opts, complex_, wide_a, wide_b,
+                  None if width == cols else (j0, j1), RA, raw)
+        t2 = time.perf_counter()
+        _reconstruct(backend, scheme, store, counts[lo:hi], s[lo:hi], tt[lo:hi], out[lo:hi],
+                     j0, raw)
+        sec["reconstruction"] += time.perf_counter() - t2
+        return sec
+
+    threads = _piece_threads(backend, engine, pa, pb, s, t, pieces, moduli, k, complex_)
+    if threads > 1:  # pieces on worker threads, each with serial passes and one BLAS thread
+        def on_worker(args):
+            with backend.serial_passes():
+                return piece(*args, dict.fromkeys(sec, 0.0))
+        with backend.one_blas_thread(), ThreadPoolExecutor(threads) as pool:
+            for part_sec in pool.map(on_worker, pieces):
+                for name, v in part_sec.items():
+                    sec[name] += v
+    else:
+        for args in pieces:
+            piece(*args, sec)
     t0 = time.perf_counter()
     fallback.finish(info, dec, opts.policy, out, pa.lines, pb.lines, A.shape[2], b, complex_,
                     lambda g: slice_operands(pa, pb, g, complex_))
     sec["reconstruction"] += time.perf_counter() - t0
     return info
+
+
+def _piece_threads(backend, engine, pa, pb, s, t, pieces, moduli, k, complex_) -> int:
+    """Worker threads for the pieces of a product: 1 (the calling thread) or the pass threads.
+
+    Pieces run on worker threads when there are several, each with serial
+    passes (:meth:`~ozaki.backend.CPUBackend.serial_passes`) and single-threaded
+    BLAS: on a few cores that beats alternating multithreaded GEMMs with
+    multithreaded passes, whose thread pools wait on each other. It takes real
+    products whose residues the split pass serves and whose modular products
+    need no k-blocking (every pass of a piece then has a serial form). Each entry
+    is computed as on one thread, so the bits are the same either way.
+    """
+    threads = backend.pass_threads()
+    if threads < 2 or len(pieces) < 2 or complex_:
+        return 1
+    if k > min(product_kblock(engine, p) for p in moduli):
+        return 1
+    for prep, shift in ((pa, s), (pb, t)):
+        E, zero = prep.lines.exponents
+        if not fits_split(E, zero, shift):
+            return 1
+    return min(threads, len(pieces))
 
 
 def piece_bytes(c: int, m: int, k: int, w: int, N: int, item: int, complex_: bool = False,
@@ -352,7 +388,7 @@ def slice_operands(pa: Prepared, pb: Prepared, g: int, complex_: bool):
     return Ag, Bg
 
 
-def _products(pa, pb, sa, tb, part, c, m, n, k, store, info, opts, complex_, wide_a,
+def _products(pa, pb, sa, tb, part, c, m, n, k, store, sec, opts, complex_, wide_a,
               wide_b, cols=None, RA=None, raw=False) -> None:
     """Residues and modular products of ``c`` slices, modulus by modulus, into ``store``.
 
@@ -362,7 +398,6 @@ def _products(pa, pb, sa, tb, part, c, m, n, k, store, info, opts, complex_, wid
     """
     backend, engine = opts.backend, opts.engine
     ws = workspace()
-    sec = info.seconds
     moduli = MODULI[opts.scheme][:store.shape[0]]
     lay_a, lay_b = pa.op.layout(sa.shape[0]), pb.op.layout(tb.shape[0])
     if cols is not None:  # a block of columns, in the bits' layout

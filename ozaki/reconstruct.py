@@ -13,7 +13,7 @@ import numpy as np
 
 from .kernels import _CACHE, POW2, _rint, smod
 
-__all__ = ["ldexp", "reconstruct"]
+__all__ = ["ldexp", "reconstruct", "reconstruct_serial"]
 
 #: Rows narrower than this are reconstructed a task at a time, wider ones row by row.
 NARROW = 16
@@ -81,6 +81,74 @@ def _scale(o, hi, lo, k, si, sc):
         o[j] = ldexp(hi[k + j] + lo[k + j], -(si + sc[j]))
 
 
+@nb.njit(inline="always")
+def _tasks(out, w):
+    """``(rows, tile, tiles, per)``: the task layout of :func:`reconstruct`."""
+    rows = out.shape[0] * out.shape[1]
+    tile = max(1, min(w, 512))  # columns per task: the level sums stay in L1
+    tiles = (w + tile - 1) // tile
+    per = 512 // tile  # rows per task
+    return rows, tile, tiles, per
+
+
+@nb.njit(inline="always")
+def _crt_task(task, R, W, p_levels, p_inv, srow, scol, out, c0, mods, tiles, per, tile):
+    """Task ``task`` of :func:`reconstruct`: a tile of ``per`` consecutive rows."""
+    N, L = W.shape
+    m = out.shape[1]
+    w = R.shape[3]
+    rows = out.shape[0] * m
+    r0 = (task // tiles) * per
+    r1 = min(rows, r0 + per)
+    j0 = (task % tiles) * tile
+    w_ = min(tile, w - j0)
+    c = c0 + j0
+    if w_ >= NARROW:
+        S = np.empty((L, w_))
+        F = np.empty(w_)
+        q = np.empty(w_)
+        hi = np.empty(w_)
+        lo = np.empty(w_)
+        for gi in range(r0, r1):
+            g = gi // m
+            i = gi - g * m
+            S[:] = 0.0
+            for t in range(N):
+                _residues(F, R[t, g, i, j0:j0 + w_], mods, t)
+                for lv in range(L):
+                    wt = W[t, lv]
+                    Sl = S[lv]
+                    for j in range(w_):
+                        Sl[j] += wt * F[j]
+            _levels(S, q, hi, lo, w_, p_levels, p_inv)
+            _scale(out[g, i, c:c + w_], hi, lo, 0, srow[g, i], scol[g, c:c + w_])
+    else:
+        e = (r1 - r0) * w_  # entry k: row r0 + k // w_, column j0 + k % w_
+        F = np.empty((N, e))
+        S = np.zeros((L, e))
+        q = np.empty(e)
+        hi = np.empty(e)
+        lo = np.empty(e)
+        for gi in range(r0, r1):
+            g = gi // m
+            i = gi - g * m
+            for t in range(N):
+                k0 = (gi - r0) * w_
+                _residues(F[t, k0:k0 + w_], R[t, g, i, j0:j0 + w_], mods, t)
+        for t in range(N):
+            Ft = F[t]
+            for lv in range(L):
+                wt = W[t, lv]
+                Sl = S[lv]
+                for k in range(e):
+                    Sl[k] += wt * Ft[k]
+        _levels(S, q, hi, lo, e, p_levels, p_inv)
+        for gi in range(r0, r1):
+            g = gi // m
+            i = gi - g * m
+            _scale(out[g, i, c:c + w_], hi, lo, (gi - r0) * w_, srow[g, i], scol[g, c:c + w_])
+
+
 @nb.njit(parallel=True, cache=_CACHE)
 def reconstruct(R, W, p_levels, p_inv, srow, scol, out, c0, mods):
     """CRT: ``out[g, i, c0 + j] = (C'_gij, symmetric mod P) * 2**-(srow[g, i] + scol[g, c0 + j])``.
@@ -108,60 +176,14 @@ def reconstruct(R, W, p_levels, p_inv, srow, scol, out, c0, mods):
     arithmetic runs as loops over entries on 1-D views, which LLVM vectorises.
     Each entry is computed by one task: the bits do not depend on the thread count.
     """
-    N, L = W.shape
-    b, m, _ = out.shape
-    w = R.shape[3]
-    rows = b * m
-    tile = max(1, min(w, 512))  # columns per task: the level sums stay in L1
-    tiles = (w + tile - 1) // tile
-    per = 512 // tile  # rows per task
+    rows, tile, tiles, per = _tasks(out, R.shape[3])
     for task in nb.prange(((rows + per - 1) // per) * tiles):
-        r0 = (task // tiles) * per
-        r1 = min(rows, r0 + per)
-        j0 = (task % tiles) * tile
-        w_ = min(tile, w - j0)
-        c = c0 + j0
-        if w_ >= NARROW:
-            S = np.empty((L, w_))
-            F = np.empty(w_)
-            q = np.empty(w_)
-            hi = np.empty(w_)
-            lo = np.empty(w_)
-            for gi in range(r0, r1):
-                g = gi // m
-                i = gi - g * m
-                S[:] = 0.0
-                for t in range(N):
-                    _residues(F, R[t, g, i, j0:j0 + w_], mods, t)
-                    for lv in range(L):
-                        wt = W[t, lv]
-                        Sl = S[lv]
-                        for j in range(w_):
-                            Sl[j] += wt * F[j]
-                _levels(S, q, hi, lo, w_, p_levels, p_inv)
-                _scale(out[g, i, c:c + w_], hi, lo, 0, srow[g, i], scol[g, c:c + w_])
-        else:
-            e = (r1 - r0) * w_  # entry k: row r0 + k // w_, column j0 + k % w_
-            F = np.empty((N, e))
-            S = np.zeros((L, e))
-            q = np.empty(e)
-            hi = np.empty(e)
-            lo = np.empty(e)
-            for gi in range(r0, r1):
-                g = gi // m
-                i = gi - g * m
-                for t in range(N):
-                    k0 = (gi - r0) * w_
-                    _residues(F[t, k0:k0 + w_], R[t, g, i, j0:j0 + w_], mods, t)
-            for t in range(N):
-                Ft = F[t]
-                for lv in range(L):
-                    wt = W[t, lv]
-                    Sl = S[lv]
-                    for k in range(e):
-                        Sl[k] += wt * Ft[k]
-            _levels(S, q, hi, lo, e, p_levels, p_inv)
-            for gi in range(r0, r1):
-                g = gi // m
-                i = gi - g * m
-                _scale(out[g, i, c:c + w_], hi, lo, (gi - r0) * w_, srow[g, i], scol[g, c:c + w_])
+        _crt_task(task, R, W, p_levels, p_inv, srow, scol, out, c0, mods, tiles, per, tile)
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def reconstruct_serial(R, W, p_levels, p_inv, srow, scol, out, c0, mods):
+    """:func:`reconstruct` on the calling thread, without the GIL (no threading layer)."""
+    rows, tile, tiles, per = _tasks(out, R.shape[3])
+    for task in range(((rows + per - 1) // per) * tiles):
+        _crt_task(task, R, W, p_levels, p_inv, srow, scol, out, c0, mods, tiles, per, tile)

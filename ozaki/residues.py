@@ -28,7 +28,7 @@ import numpy as np
 
 from .kernels import _CACHE, _HIDDEN, _MANT, _rint, smod_short
 
-__all__ = ["split_residues", "gather_residues", "split_factors", "split_constants",
+__all__ = ["split_residues", "split_residues_serial", "gather_residues", "split_factors", "split_constants",
            "fits_split", "SPLIT_LIMIT"]
 
 #: :func:`split_residues` serves scaled magnitudes below ``2**SPLIT_LIMIT``.
@@ -102,6 +102,46 @@ def _digit_residue(y3, y2, y1, y0, p, pinv, c22, c44, c66, hi, lo):
     return r + 0.0
 
 
+@nb.njit(inline="always")
+def _split_task(task, X, j0, r1, r2, c1, c2, consts, out, tiles):
+    """Task ``task`` of :func:`split_residues`: a tile of one row, all moduli."""
+    L, b, m, w = out.shape
+    bx = X.shape[0]
+    gi = task // tiles
+    t0 = (task - gi * tiles) * TILE
+    t1 = min(w, t0 + TILE)
+    g = gi // m
+    i = gi - g * m
+    gx = min(g, bx - 1)
+    a1 = r1[g, i]
+    a2 = r2[g, i]
+    # views of the tile: indices from range() are non-negative, so no
+    # wraparound checks stand in the way of vectorising the inner loop
+    x = X[gx, i, j0 + t0:j0 + t1]
+    f1 = c1[g, t0:t1]
+    f2 = c2[g, t0:t1]
+    n = x.shape[0]
+    for q in range(L):
+        p = consts[q, 0]
+        pinv = 1.0 / p
+        c22 = consts[q, 1]
+        c44 = consts[q, 2]
+        c66 = consts[q, 3]
+        hi = np.floor((p - 1.0) * 0.5)
+        lo = hi - p + 1.0
+        o = out[q, g, i, t0:t1]
+        for j in range(n):
+            y = ((x[j] * a1) * a2) * f1[j] * f2[j]
+            y = np.trunc(y) if abs(y) < _FINITE else 0.0
+            y3 = np.trunc(y * (1.0 / _D66))
+            y = y - y3 * _D66
+            y2 = np.trunc(y * (1.0 / _D44))
+            y = y - y2 * _D44
+            y1 = np.trunc(y * (1.0 / _D22))
+            y0 = y - y1 * _D22
+            o[j] = _digit_residue(y3, y2, y1, y0, p, pinv, c22, c44, c66, hi, lo)
+
+
 @nb.njit(parallel=True, cache=_CACHE)
 def split_residues(X, j0, r1, r2, c1, c2, consts, out):
     """``out[q, g, i, j] = smod(trunc(x_gi(j0+j) 2**(s_gi + t_gj)), p_q)`` for ``|.| < 2**88``.
@@ -118,43 +158,19 @@ def split_residues(X, j0, r1, r2, c1, c2, consts, out):
     double and the subtraction exact; likewise the lower splits. Non-finite
     products map to 0 by one select.
     """
-    L, b, m, w = out.shape
-    bx = X.shape[0]
+    b, m, w = out.shape[1:]
     tiles = (w + TILE - 1) // TILE
     for task in nb.prange(b * m * tiles):
-        gi = task // tiles
-        t0 = (task - gi * tiles) * TILE
-        t1 = min(w, t0 + TILE)
-        g = gi // m
-        i = gi - g * m
-        gx = min(g, bx - 1)
-        a1 = r1[g, i]
-        a2 = r2[g, i]
-        # views of the tile: indices from range() are non-negative, so no
-        # wraparound checks stand in the way of vectorising the inner loop
-        x = X[gx, i, j0 + t0:j0 + t1]
-        f1 = c1[g, t0:t1]
-        f2 = c2[g, t0:t1]
-        n = x.shape[0]
-        for q in range(L):
-            p = consts[q, 0]
-            pinv = 1.0 / p
-            c22 = consts[q, 1]
-            c44 = consts[q, 2]
-            c66 = consts[q, 3]
-            hi = np.floor((p - 1.0) * 0.5)
-            lo = hi - p + 1.0
-            o = out[q, g, i, t0:t1]
-            for j in range(n):
-                y = ((x[j] * a1) * a2) * f1[j] * f2[j]
-                y = np.trunc(y) if abs(y) < _FINITE else 0.0
-                y3 = np.trunc(y * (1.0 / _D66))
-                y = y - y3 * _D66
-                y2 = np.trunc(y * (1.0 / _D44))
-                y = y - y2 * _D44
-                y1 = np.trunc(y * (1.0 / _D22))
-                y0 = y - y1 * _D22
-                o[j] = _digit_residue(y3, y2, y1, y0, p, pinv, c22, c44, c66, hi, lo)
+        _split_task(task, X, j0, r1, r2, c1, c2, consts, out, tiles)
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def split_residues_serial(X, j0, r1, r2, c1, c2, consts, out):
+    """:func:`split_residues` on the calling thread, without the GIL (no threading layer)."""
+    b, m, w = out.shape[1:]
+    tiles = (w + TILE - 1) // TILE
+    for task in range(b * m * tiles):
+        _split_task(task, X, j0, r1, r2, c1, c2, consts, out, tiles)
 
 
 @nb.njit(parallel=True, cache=_CACHE)

@@ -1006,3 +1006,33 @@ def test_prepared_residues_keep_only_the_last_shifts(rng):
     ozaki.dgemm(lean, partners[0])
     stack = lean.stack(False, get_backend())
     assert not stack.residues and stack.floors  # the floors are kept either way
+
+
+def test_pieces_on_worker_threads_keep_the_bits(rng, monkeypatch):
+    # stack chunks and column blocks run on worker threads with serial passes and one
+    # BLAS thread; the bits are those of the pieces run one after the other
+    import threadpoolctl
+
+    import ozaki.pipeline as pipeline
+    monkeypatch.setattr(pipeline, "CHUNK_BYTES", 8 * 3 * 64 * 4)  # 4 slices a chunk
+    cases = [(rng.standard_normal((13, 8, 8)), rng.standard_normal((13, 8, 8))),
+             (rng.standard_normal((8, 8)), rng.standard_normal((13, 8, 8)) * 1e-100),
+             (test_matrix(4, 8, 2.0, rng), test_matrix(8, 3000, 2.0, rng))]
+    used = []
+    # small calls run on one thread (CPUBackend.sized): ask for two workers anyway
+    monkeypatch.setattr(type(get_backend()), "pass_threads", lambda self: 2)
+    real = pipeline._piece_threads
+    monkeypatch.setattr(pipeline, "_piece_threads",
+                        lambda *a: used.append(real(*a)) or used[-1])
+    def blas_threads():
+        return {d["filepath"]: d["num_threads"] for d in threadpoolctl.threadpool_info()
+                if d["user_api"] == "blas"}
+    before = blas_threads()
+    threaded = [ozaki.matmul(A, B, bounds=True, return_info=True) for A, B in cases]
+    after = blas_threads()
+    assert all(after[path] == v for path, v in before.items())  # BLAS threads restored
+    monkeypatch.setattr(pipeline, "_piece_threads", lambda *a: 1)
+    for (A, B), (C, info) in zip(cases, threaded):
+        want, wi = ozaki.matmul(A, B, bounds=True, return_info=True)
+        assert same_bits(C, want) and same_bits(info.error_bound, wi.error_bound)
+    assert used == [2, 2, 2]  # every case went to the workers

@@ -1,7 +1,6 @@
 """Residues of scaled truncations: both passes against Python integers, and against each other."""
 
 import math
-from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -9,22 +8,13 @@ from hypothesis import given, strategies as st
 
 from ozaki import residues
 from ozaki.backend import Operand, get_backend
-from ozaki.moduli import MODULI, half_range
+from ozaki.moduli import MODULI
 from ozaki.scaling import exponents
+from test_kernels import sym, trunc_scaled  # the exact references, Python integers
 
 ALL_MODULI = sorted({p for ms in MODULI.values() for p in ms})
 finite = st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=True)
 BACKEND = get_backend()
-
-
-def sym(x, p):
-    lo, hi = half_range(p)
-    r = x % p
-    return r - p if r > hi else r
-
-
-def trunc_scaled(x, shift):
-    return math.trunc(Fraction(x) * Fraction(2) ** shift)
 
 
 def both(X, shift, moduli, outer=0, cols=None):
