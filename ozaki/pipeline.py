@@ -34,18 +34,14 @@ from .certify import CertificationError, explain
 from .engines import Engine
 from .info import OzakiInfo
 from .moduli import MODULI, auto_num_moduli, crt_plan
-from .products import complex_product, gemms_per_modulus, modular_product, product_kblock
+from .products import complex_product, gemms_per_modulus, modular_product
+from .pieces import CHUNK_BYTES, GROUP_BYTES, column_block, piece_bytes, piece_threads
 from .residues import fits_split
 from .workspace import workspace
 
-__all__ = ["Options", "Prepared", "decide", "emulate", "slice_operands", "residue_dtype"]
+__all__ = ["Options", "Prepared", "decide", "emulate", "slice_operands", "residue_dtype",
+           "CHUNK_BYTES"]
 
-#: Bytes of operand and product planes per chunk of a stack (a few MiB: the
-#: chunk's planes stay in cache through the N moduli).
-CHUNK_BYTES = 2 ** 21
-#: Residue planes of all N moduli are formed in one pass while they take at most
-#: this many bytes (one read of each operand instead of N); otherwise one by one.
-GROUP_BYTES = 2 ** 25
 
 
 @dataclass(frozen=True)
@@ -254,7 +250,7 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     # for a stack, a block of columns for a single product with a small A.
     per_slice = 8 * (A.shape[1] * A.shape[2] + B.shape[1] * B.shape[2] + m * cols)
     chunk = b if b == 1 else max(1, min(b, CHUNK_BYTES // per_slice))
-    width = _column_block(A, m, k, n, N) if b == 1 and not complex_ else cols
+    width = column_block(A, m, k, n, N) if b == 1 and not complex_ else cols
     tt = _tile(t) if complex_ else t
     RA = None
     if width < cols:  # A's planes of all N moduli, formed once for every block
@@ -286,7 +282,7 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
         sec["reconstruction"] += time.perf_counter() - t2
         return sec
 
-    threads = _piece_threads(backend, engine, pa, pb, s, t, pieces, moduli, k, complex_)
+    threads = piece_threads(backend, engine, pa, pb, s, t, pieces, moduli, k, complex_)
     if threads > 1:  # pieces on worker threads, each with serial passes and one BLAS thread
         def on_worker(args):
             with backend.serial_passes():
@@ -303,59 +299,6 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
                     lambda g: slice_operands(pa, pb, g, complex_))
     sec["reconstruction"] += time.perf_counter() - t0
     return info
-
-
-def _piece_threads(backend, engine, pa, pb, s, t, pieces, moduli, k, complex_) -> int:
-    """Worker threads for the pieces of a product: 1 (the calling thread) or the pass threads.
-
-    Pieces run on worker threads when there are several, each with serial
-    passes (:meth:`~ozaki.backend.CPUBackend.serial_passes`) and single-threaded
-    BLAS: on a few cores that beats alternating multithreaded GEMMs with
-    multithreaded passes, whose thread pools wait on each other. It takes real
-    products whose residues the split pass serves and whose modular products
-    need no k-blocking (every pass of a piece then has a serial form). Each entry
-    is computed as on one thread, so the bits are the same either way.
-    """
-    threads = backend.pass_threads()
-    if threads < 2 or len(pieces) < 2 or complex_:
-        return 1
-    if k > min(product_kblock(engine, p) for p in moduli):
-        return 1
-    for prep, shift in ((pa, s), (pb, t)):
-        E, zero = prep.lines.exponents
-        if not fits_split(E, zero, shift):
-            return 1
-    return min(threads, len(pieces))
-
-
-def piece_bytes(c: int, m: int, k: int, w: int, N: int, item: int, complex_: bool = False,
-                blocked: bool = False) -> int:
-    """Workspace of one piece: ``c`` slices, ``w`` columns of the (real) product.
-
-    Residue planes of ``A`` (``c m k``, or all N of a shared A formed once for
-    column blocks, ``blocked``) and of ``B`` (``c k w``), N of each at once
-    while they fit :data:`GROUP_BYTES`; the N exact products in FP64 when they
-    fit it too (reconstructed from there), else one product plane and the N
-    residues in ``item``-byte integers. Complex products (``k`` the embedding's)
-    always store residues.
-    """
-    planes_a = 0 if blocked else c * m * k
-    group = N if 8 * N * (planes_a + c * k * w) <= GROUP_BYTES else 1
-    raw = not complex_ and 8 * N * c * m * w <= GROUP_BYTES
-    store = N * c * m * w * (8 if raw else item) + (0 if raw else 8 * c * m * w)
-    return int(8 * group * (planes_a + c * k * w) + (8 * N * m * k if blocked else 0) + store)
-
-
-def _column_block(A, m: int, k: int, n: int, N: int) -> int:
-    """Columns of ``B`` per block of a single product (``n``: one block).
-
-    Blocks pay when ``B`` and ``C`` are wide and ``A``'s planes of all N moduli
-    are small (an FFT stage, a panel update): each block's planes, products and
-    residues then stay in cache through the moduli and the reconstruction.
-    """
-    if 8 * N * m * k > GROUP_BYTES // 4 or 8 * (k + m) * n <= 4 * CHUNK_BYTES:
-        return n
-    return max(512, CHUNK_BYTES // (8 * (k + m)) // 512 * 512)
 
 
 def _reconstruct(backend, scheme, store, counts, s, t, out, c0: int, raw: bool) -> None:

@@ -107,7 +107,8 @@ def workspace_bytes(m: int, n: int, k: int, *, scheme: str = "fp64",
     """
     from .arguments import resolve
     from .moduli import MODULI, auto_num_moduli
-    from .pipeline import _column_block, piece_bytes, residue_dtype
+    from .pieces import column_block, piece_bytes
+    from .pipeline import residue_dtype
     for name, v in (("m", m), ("n", n), ("k", k)):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
@@ -115,5 +116,5 @@ def workspace_bytes(m: int, n: int, k: int, *, scheme: str = "fp64",
     if num_moduli == "auto":
         num_moduli = auto_num_moduli(scheme, k)
     item = residue_dtype(MODULI[scheme][:num_moduli]).itemsize
-    w = _column_block(None, m, k, n, num_moduli)
+    w = column_block(None, m, k, n, num_moduli)
     return piece_bytes(1, m, k, w, num_moduli, item, blocked=w < n)

@@ -940,12 +940,12 @@ def test_column_blocks_of_a_wide_product_keep_its_bits(rng, monkeypatch, order):
     B = np.asarray(test_matrix(9, 2000, 2.0, rng), order=order)
     B[3, 1500] = np.inf  # special values and fallback entries in later blocks
     B[:, 1700] *= 1e-200
-    monkeypatch.setattr(pipeline, "_column_block", lambda A, m, k, n, N: n)
+    monkeypatch.setattr(pipeline, "column_block", lambda A, m, k, n, N: n)
     whole = {(mode, scheme): ozaki.dgemm(A, B, mode=mode, scheme=scheme, bounds=True,
                                          return_info=True)
              for mode in MODES for scheme in ("fp64", "int8")}
     widths = []
-    monkeypatch.setattr(pipeline, "_column_block",
+    monkeypatch.setattr(pipeline, "column_block",
                         lambda A, m, k, n, N: widths.append(512) or 512)
     P = ozaki.prepare(B, side="right")
     for (mode, scheme), (C, info) in whole.items():
@@ -959,10 +959,10 @@ def test_column_blocks_of_a_wide_product_keep_its_bits(rng, monkeypatch, order):
 
 def test_wide_products_are_cut_into_column_blocks_only_when_A_is_small():
     import ozaki.pipeline as pipeline
-    assert pipeline._column_block(None, 64, 64, 2 ** 20, 6) < 2 ** 20
-    assert pipeline._column_block(None, 64, 64, 2 ** 20, 6) % 512 == 0
-    assert pipeline._column_block(None, 4096, 4096, 4096, 6) == 4096  # A's planes too big
-    assert pipeline._column_block(None, 64, 64, 1000, 6) == 1000      # too narrow to pay
+    assert pipeline.column_block(None, 64, 64, 2 ** 20, 6) < 2 ** 20
+    assert pipeline.column_block(None, 64, 64, 2 ** 20, 6) % 512 == 0
+    assert pipeline.column_block(None, 4096, 4096, 4096, 6) == 4096  # A's planes too big
+    assert pipeline.column_block(None, 64, 64, 1000, 6) == 1000      # too narrow to pay
 
 
 def test_row_and_column_blocks_with_the_whole_decision_give_the_whole_bits(rng):
@@ -1021,8 +1021,8 @@ def test_pieces_on_worker_threads_keep_the_bits(rng, monkeypatch):
     used = []
     # small calls run on one thread (CPUBackend.sized): ask for two workers anyway
     monkeypatch.setattr(type(get_backend()), "pass_threads", lambda self: 2)
-    real = pipeline._piece_threads
-    monkeypatch.setattr(pipeline, "_piece_threads",
+    real = pipeline.piece_threads
+    monkeypatch.setattr(pipeline, "piece_threads",
                         lambda *a: used.append(real(*a)) or used[-1])
     def blas_threads():
         return {d["filepath"]: d["num_threads"] for d in threadpoolctl.threadpool_info()
@@ -1031,7 +1031,7 @@ def test_pieces_on_worker_threads_keep_the_bits(rng, monkeypatch):
     threaded = [ozaki.matmul(A, B, bounds=True, return_info=True) for A, B in cases]
     after = blas_threads()
     assert all(after[path] == v for path, v in before.items())  # BLAS threads restored
-    monkeypatch.setattr(pipeline, "_piece_threads", lambda *a: 1)
+    monkeypatch.setattr(pipeline, "piece_threads", lambda *a: 1)
     for (A, B), (C, info) in zip(cases, threaded):
         want, wi = ozaki.matmul(A, B, bounds=True, return_info=True)
         assert same_bits(C, want) and same_bits(info.error_bound, wi.error_bound)

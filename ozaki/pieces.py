@@ -1,0 +1,75 @@
+"""Pieces of a product: what goes through the moduli and the CRT at a time, and where.
+
+After the decisions, :func:`ozaki.pipeline.emulate` runs a product a piece at a
+time, small enough to stay in cache from its residues to its result: a chunk of
+slices of a stack, or a block of ``B``'s columns of a single product with a
+small ``A`` (:func:`column_block`). :func:`piece_bytes` is a piece's workspace;
+:func:`piece_threads` says whether the pieces run on worker threads.
+"""
+
+from __future__ import annotations
+
+from .products import product_kblock
+from .residues import fits_split
+
+__all__ = ["CHUNK_BYTES", "GROUP_BYTES", "column_block", "piece_bytes", "piece_threads"]
+
+#: Bytes of operand and product planes per chunk of a stack (a few MiB: the
+#: chunk's planes stay in cache through the N moduli).
+CHUNK_BYTES = 2 ** 21
+#: Residue planes of all N moduli are formed in one pass while they take at most
+#: this many bytes (one read of each operand instead of N); otherwise one by one.
+GROUP_BYTES = 2 ** 25
+
+
+def column_block(A, m: int, k: int, n: int, N: int) -> int:
+    """Columns of ``B`` per block of a single product (``n``: one block).
+
+    Blocks pay when ``B`` and ``C`` are wide and ``A``'s planes of all N moduli
+    are small (an FFT stage, a panel update): each block's planes, products and
+    residues then stay in cache through the moduli and the reconstruction.
+    """
+    if 8 * N * m * k > GROUP_BYTES // 4 or 8 * (k + m) * n <= 4 * CHUNK_BYTES:
+        return n
+    return max(512, CHUNK_BYTES // (8 * (k + m)) // 512 * 512)
+
+
+def piece_bytes(c: int, m: int, k: int, w: int, N: int, item: int, complex_: bool = False,
+                blocked: bool = False) -> int:
+    """Workspace of one piece: ``c`` slices, ``w`` columns of the (real) product.
+
+    Residue planes of ``A`` (``c m k``, or all N of a shared A formed once for
+    column blocks, ``blocked``) and of ``B`` (``c k w``), N of each at once
+    while they fit :data:`GROUP_BYTES`; the N exact products in FP64 when they
+    fit it too (reconstructed from there), else one product plane and the N
+    residues in ``item``-byte integers. Complex products (``k`` the embedding's)
+    always store residues.
+    """
+    planes_a = 0 if blocked else c * m * k
+    group = N if 8 * N * (planes_a + c * k * w) <= GROUP_BYTES else 1
+    raw = not complex_ and 8 * N * c * m * w <= GROUP_BYTES
+    store = N * c * m * w * (8 if raw else item) + (0 if raw else 8 * c * m * w)
+    return int(8 * group * (planes_a + c * k * w) + (8 * N * m * k if blocked else 0) + store)
+
+
+def piece_threads(backend, engine, pa, pb, s, t, pieces, moduli, k, complex_) -> int:
+    """Worker threads for the pieces of a product: 1 (the calling thread) or the pass threads.
+
+    Pieces run on worker threads when there are several, each with serial
+    passes (:meth:`~ozaki.backend.CPUBackend.serial_passes`) and single-threaded
+    BLAS: on a few cores that beats alternating multithreaded GEMMs with
+    multithreaded passes, whose thread pools wait on each other. It takes real
+    products whose residues the split pass serves and whose modular products
+    need no k-blocking (every pass of a piece then has a serial form). Each entry
+    is computed as on one thread, so the bits are the same either way.
+    """
+    threads = backend.pass_threads()
+    if threads < 2 or len(pieces) < 2 or complex_:
+        return 1
+    if k > min(product_kblock(engine, p) for p in moduli):
+        return 1
+    for prep, shift in ((pa, s), (pb, t)):
+        E, zero = prep.lines.exponents
+        if not fits_split(E, zero, shift):
+            return 1
+    return min(threads, len(pieces))
