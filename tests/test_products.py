@@ -1013,8 +1013,10 @@ def test_pieces_on_worker_threads_keep_the_bits(rng, monkeypatch):
     # BLAS thread; the bits are those of the pieces run one after the other
     import threadpoolctl
 
+    import ozaki.pieces as pieces
     import ozaki.pipeline as pipeline
-    monkeypatch.setattr(pipeline, "CHUNK_BYTES", 8 * 3 * 64 * 4)  # 4 slices a chunk
+    for module in (pipeline, pieces):  # 4 slices a chunk; 512-column blocks of the wide case
+        monkeypatch.setattr(module, "CHUNK_BYTES", 8 * 3 * 64 * 4)
     cases = [(rng.standard_normal((13, 8, 8)), rng.standard_normal((13, 8, 8))),
              (rng.standard_normal((8, 8)), rng.standard_normal((13, 8, 8)) * 1e-100),
              (test_matrix(4, 8, 2.0, rng), test_matrix(8, 3000, 2.0, rng))]
