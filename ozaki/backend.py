@@ -32,6 +32,9 @@ MAX_EXPONENT = 1100
 
 _POW2MOD: dict[int, np.ndarray] = {}
 _BLAS = None  # a threadpoolctl controller, made at first use
+_BLAS_LIMIT = None  # the limit in force while calls need one BLAS thread
+_BLAS_USERS = [0]  # calls inside one_blas_thread
+_BLAS_LOCK = threading.Lock()
 
 
 def pow2mod(p: int) -> np.ndarray:
@@ -161,14 +164,29 @@ class CPUBackend:
 
     @contextlib.contextmanager
     def one_blas_thread(self):
-        """BLAS on one thread for the duration (restored afterwards): worker threads
-        each run their own GEMMs. Process-wide while it lasts, as threadpoolctl is."""
-        global _BLAS
-        if _BLAS is None:
-            from threadpoolctl import ThreadpoolController
-            _BLAS = ThreadpoolController()
-        with _BLAS.limit(limits=1, user_api="blas"):
+        """BLAS on one thread while any call needs it (restored by the last one out).
+
+        Worker threads each run their own GEMMs. The limit is process-wide, as
+        threadpoolctl's are; calls that overlap from several threads share one
+        limit (counted), so the count the process had comes back whatever order
+        they finish in.
+        """
+        global _BLAS, _BLAS_LIMIT
+        with _BLAS_LOCK:
+            if _BLAS_USERS[0] == 0:
+                if _BLAS is None:
+                    from threadpoolctl import ThreadpoolController
+                    _BLAS = ThreadpoolController()
+                _BLAS_LIMIT = _BLAS.limit(limits=1, user_api="blas")
+            _BLAS_USERS[0] += 1
+        try:
             yield
+        finally:
+            with _BLAS_LOCK:
+                _BLAS_USERS[0] -= 1
+                if _BLAS_USERS[0] == 0:
+                    _BLAS_LIMIT.restore_original_limits()
+                    _BLAS_LIMIT = None
 
     # -- engines ------------------------------------------------------------
 

@@ -1038,3 +1038,21 @@ def test_pieces_on_worker_threads_keep_the_bits(rng, monkeypatch):
         want, wi = ozaki.matmul(A, B, bounds=True, return_info=True)
         assert same_bits(C, want) and same_bits(info.error_bound, wi.error_bound)
     assert used == [2, 2, 2]  # every case went to the workers
+
+
+def test_overlapping_calls_restore_the_blas_threads():
+    # two calls that need one BLAS thread and finish out of order restore the count
+    import threadpoolctl
+
+    def blas_threads():
+        return {d["filepath"]: d["num_threads"] for d in threadpoolctl.threadpool_info()
+                if d["user_api"] == "blas"}
+    before = blas_threads()
+    first, second = get_backend().one_blas_thread(), get_backend().one_blas_thread()
+    first.__enter__()
+    second.__enter__()
+    assert set(blas_threads().values()) == {1}
+    first.__exit__(None, None, None)
+    assert set(blas_threads().values()) == {1}  # the second still needs it
+    second.__exit__(None, None, None)
+    assert blas_threads() == before
