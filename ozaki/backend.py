@@ -227,7 +227,7 @@ class CPUBackend:
         ``out`` has shape ``(L,) + `` the bits' layout of the block (``L`` moduli);
         ``cols = (j0, j1)`` restricts a right operand to its columns ``j0:j1``
         (``shift`` stays the whole one). ``split``: every scaled magnitude is
-        below ``2**63`` (:func:`ozaki.residues.fits_split`), so the fast pass
+        below ``2**88`` (:func:`ozaki.residues.fits_split`), so the fast pass
         serves all ``L`` moduli in one read of the operand. Returns the planes in
         the product's shape (L, b, rows, cols).
         """
@@ -239,24 +239,23 @@ class CPUBackend:
             else:  # the block's columns, read in place from column j0 on
                 j0 = cols[0]
         srow, scol = op._shifts(shift)
-        if self._serial():
-            if not split:  # pragma: no cover - the caller's promise
-                raise AssertionError("serial passes serve split residues only")
+        if split:
             r1, r2 = residues.split_factors(srow)
             c1, c2 = residues.split_factors(scol)
-            residues.split_residues_serial(bits.view(np.float64), j0, r1, r2, c1, c2,
-                                           residues.split_constants(tuple(moduli)), out)
-            return op.plane(out)
-        with self.lock:
-            if split:
-                r1, r2 = residues.split_factors(srow)
-                c1, c2 = residues.split_factors(scol)
-                residues.split_residues(bits.view(np.float64), j0, r1, r2, c1, c2,
-                                        residues.split_constants(tuple(moduli)), out)
+            args = (bits.view(np.float64), j0, r1, r2, c1, c2,
+                    residues.split_constants(tuple(moduli)), out)
+            if self._serial():
+                residues.split_residues_serial(*args)
             else:
-                for q, p in enumerate(moduli):
-                    residues.gather_residues(bits, j0, srow, scol, float(p), 1.0 / p,
-                                             pow2mod(p), out[q])
+                with self.lock:
+                    residues.split_residues(*args)
+            return op.plane(out)
+        if self._serial():  # pragma: no cover - the caller's promise
+            raise AssertionError("serial passes serve split residues only")
+        with self.lock:
+            for q, p in enumerate(moduli):
+                residues.gather_residues(bits, j0, srow, scol, float(p), 1.0 / p, pow2mod(p),
+                                         out[q])
         return op.plane(out)
 
     # -- passes on products ---------------------------------------------------

@@ -82,7 +82,7 @@ class Prepared:
     def residue_planes(self, shift: np.ndarray, moduli: tuple[int, ...], out: np.ndarray,
                        part: tuple[int, int] | None = None,
                        cols: tuple[int, int] | None = None) -> np.ndarray:
-        """Residues of ``trunc(x 2**shift)`` mod each of ``moduli``: kept ones, or formed into ``out``.
+        """Residues of ``trunc(x 2**shift)`` mod each of ``moduli`` (kept, or formed into ``out``).
 
         ``part = (lo, hi)`` restricts a stack to its slices ``lo:hi`` (a shared
         operand, a stack of one, is read whole); ``cols = (j0, j1)`` a right

@@ -28,8 +28,8 @@ import numpy as np
 
 from .kernels import _CACHE, _HIDDEN, _MANT, _rint, smod_short
 
-__all__ = ["split_residues", "split_residues_serial", "gather_residues", "split_factors", "split_constants",
-           "fits_split", "SPLIT_LIMIT"]
+__all__ = ["split_residues", "split_residues_serial", "gather_residues", "split_factors",
+           "split_constants", "fits_split", "SPLIT_LIMIT"]
 
 #: :func:`split_residues` serves scaled magnitudes below ``2**SPLIT_LIMIT``.
 SPLIT_LIMIT = 88
