@@ -1,0 +1,343 @@
+"""Plans: a length's factors, its tables and its prepared DFT matrices.
+
+A length-``n`` DFT along the leading axis of an ``(n, W)`` array runs as
+stages, one per radix ``r_1 r_2 ... r_s = n`` (Bailey's four-step applied
+recursively). With ``n = r M`` and ``x[M n1 + n2]``, stage one multiplies the
+``(r, M W)`` view by the ``r x r`` DFT matrix (the whole batch in the wide
+dimension: **one emulated product**), multiplies by the twiddles
+``W_n^{k1 n2}`` and transposes ``[k1, n2, w] -> [n2, k1, w]``; the rest is a
+length-``M`` DFT of the ``(M, r W)`` result, whose output ``[k2, (k1, w)]`` is
+already the natural order ``k1 + r k2``. No final permutation is needed.
+
+Complex data are held split, as a real ``(2, n, W)`` array (real parts, then
+imaginary parts), so each stage is one *real* product
+``[[Fr, -Fi], [Fi, Fr]] @ [Xr; Xi]``: the real and imaginary parts of a
+column share their power-of-two shift, each output part is one dot product of
+length ``2r`` (certified per entry), and the product runs on ozaki's fastest
+path. Real input enters through ``[Fr; Fi] @ X`` and a real result leaves
+through ``[Fr, -Fi] @ [Zr; Zi]``, halving those stages.
+
+**Bits do not depend on the batch.** Products run in fast mode at a count
+fixed per stage when the plan is made (the certified count of probe columns
+that reach the normwise bound's extremes), with ``fallback="exact"``. A fast-mode
+shift depends on its own row or column and the count only, and the certificate
+and fallback are per entry, so any column of the batch gets the same bits
+however the batch is cut: in pieces, along other axes, or across MPI ranks.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import ozaki
+
+from . import tables
+from .records import record
+
+__all__ = ["Plan", "StageRecord", "factorize", "MAX_RADIX", "DENSE_LIMIT"]
+
+MAX_RADIX = 64      #: largest radix of a composite length's stages
+DENSE_LIMIT = 2048  #: primes up to this are one dense stage; larger ones use Bluestein
+
+
+def _prime_factors(n: int) -> list[int]:
+    out, p = [], 2
+    while p * p <= n:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        out.append(n)
+    return out
+
+
+def factorize(n: int, max_radix: int = MAX_RADIX) -> list[int]:
+    """Radices of a length-``n`` plan: few stages, balanced, each at most ``max_radix``.
+
+    Prime factors above ``max_radix`` are stages of their own (dense up to
+    :data:`DENSE_LIMIT`, Bluestein beyond). The small primes are packed into
+    the fewest radices that can hold them, largest prime first into the
+    emptiest radix, so the radices are as even as the primes allow.
+
+    Examples
+    --------
+    >>> factorize(2 ** 20), factorize(3 * 5 * 7 * 64), factorize(1009)
+    ([32, 32, 32, 32], [16, 20, 21], [1009])
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    primes = _prime_factors(n)
+    big = [p for p in primes if p > max_radix]
+    small = sorted((p for p in primes if p <= max_radix), reverse=True)
+    radices: list[int] = []
+    if small:
+        rest = math.prod(small)
+        count = max(1, math.ceil(math.log(rest) / math.log(max_radix) - 1e-12))
+        while True:
+            bins = [1] * count
+            for p in small:
+                i = min(range(count), key=lambda j: bins[j])
+                bins[i] *= p
+            if max(bins) <= max_radix:
+                break
+            count += 1
+        radices = sorted(b for b in bins if b > 1)
+    return sorted(radices + big) if radices or big else [1]
+
+
+def _bluestein_length(n: int) -> int:
+    """The smallest ``2**a 3**b 5**c 7**d >= 2n - 1`` (a length with small radices)."""
+    want = 2 * n - 1
+    best = 1 << (want - 1).bit_length()
+    p7 = 1
+    while p7 < best:
+        p5 = p7
+        while p5 < best:
+            p3 = p5
+            while p3 < best:
+                m = p3
+                while m < want:
+                    m *= 2
+                best = min(best, m)
+                p3 *= 3
+            p5 *= 5
+        p7 *= 7
+    return best
+
+
+@dataclass
+class StageRecord:
+    """What one stage of one call did (see :func:`fft.stage_records`).
+
+    Attributes
+    ----------
+    radix : int
+    columns : int
+        Width of its product (batch times the other stages' lengths).
+    form : str
+        ``"complex"``, ``"real-in"`` or ``"real-out"``.
+    num_moduli : int
+    gemms : int
+        Low-precision GEMMs (``info.gemms`` of its product; 0 on native plans).
+    seconds : float
+        Wall time of the stage (product, twiddles and transpose).
+    """
+
+    radix: int
+    columns: int
+    form: str
+    num_moduli: int
+    gemms: int
+    seconds: float
+
+
+@dataclass
+class _Options:
+    scheme: str = "auto"
+    mode: str = "fast"
+    engine: str = "auto"
+    num_moduli: int | str = "auto"
+    native: bool = False
+
+
+class _Matrix:
+    """One embedded DFT matrix of a stage, prepared once, with its fixed count."""
+
+    def __init__(self, E: np.ndarray, opts: _Options):
+        self.E, self.opts = E, opts
+        # residues are kept for the small radices only (N planes of E each)
+        self.prepared = None if opts.native else ozaki.prepare(
+            E, keep_residues=E.shape[1] <= 2 * MAX_RADIX)
+        self.count = 0 if opts.native else self._count()
+
+    def _count(self) -> int:
+        o = self.opts
+        if o.num_moduli != "auto":
+            return int(o.num_moduli)
+        k = self.E.shape[1]
+        rng = np.random.default_rng(0)
+        cols = [np.ones(k), np.eye(k)[0], np.eye(k)[-1], 2.0 ** -np.arange(k),
+                rng.standard_normal(k)] + [np.full(k, c) for c in (1.01, 1.26, 1.41, 1.68, 1.99)]
+        probe = np.stack(cols, axis=1)
+        _, info = ozaki.dgemm(self.prepared, probe, scheme=o.scheme, mode=o.mode,
+                              engine=o.engine, return_info=True)
+        return info.num_moduli
+
+    def __call__(self, X: np.ndarray) -> tuple[np.ndarray, int]:
+        if self.opts.native:
+            return self.E @ X, 0
+        o = self.opts
+        Y, info = ozaki.dgemm(self.prepared, X, scheme=o.scheme, mode=o.mode, engine=o.engine,
+                              num_moduli=self.count, fallback="exact", return_info=True)
+        return Y, info.gemms
+
+
+def _embedded(F: np.ndarray, form: str) -> np.ndarray:
+    Fr, Fi = F.real, F.imag
+    if form == "complex":
+        return np.block([[Fr, -Fi], [Fi, Fr]])
+    if form == "real-in":
+        return np.concatenate([Fr, Fi], axis=0)
+    return np.concatenate([Fr, -Fi], axis=1)  # real-out
+
+
+class _Dense:
+    """A stage whose DFT is one product with the ``r x r`` matrix."""
+
+    def __init__(self, r: int, opts: _Options):
+        self.r, self.opts = r, opts
+        self._matrices: dict[str, _Matrix] = {}
+
+    def matrix(self, form: str) -> _Matrix:
+        got = self._matrices.get(form)
+        if got is None:
+            got = self._matrices[form] = _Matrix(_embedded(tables.dft_matrix(self.r), form),
+                                                 self.opts)
+        return got
+
+    def counts(self) -> int:
+        return self.matrix("complex").count
+
+    def apply(self, Z: np.ndarray, form: str) -> tuple[np.ndarray, int, int]:
+        """DFT along axis 1 of ``Z``: (2, r, c) split complex or (r, c) real input."""
+        r, c = self.r, Z.shape[-1]
+        mat = self.matrix(form)
+        Y, gemms = mat(np.ascontiguousarray(Z.reshape(-1, c)))
+        return Y.reshape((r, c) if form == "real-out" else (2, r, c)), mat.count, gemms
+
+
+class _Bluestein:
+    """A prime stage by Bluestein's chirp convolution through a smooth length ``L``."""
+
+    def __init__(self, p: int, opts: _Options):
+        self.r, self.opts = p, opts
+        self.L = _bluestein_length(p)
+        self.sub = Plan(self.L, **vars(opts))
+        w = tables.chirp(p)
+        b = np.zeros((2, self.L, 1))
+        wc = np.conj(w)
+        b[0, :p, 0], b[1, :p, 0] = wc.real, wc.imag
+        b[0, self.L - p + 1:, 0], b[1, self.L - p + 1:, 0] = wc.real[:0:-1], wc.imag[:0:-1]
+        B = self.sub.execute(b)[:, :, 0]
+        self.kernel = (B[0] + 1j * B[1]) / self.L  # DFT of conj(chirp), inverse scale folded
+        self.w = w
+
+    def counts(self) -> int:
+        return max(s.counts() for s in self.sub.stages)
+
+    def apply(self, Z: np.ndarray, form: str) -> tuple[np.ndarray, int, int]:
+        p, L, c = self.r, self.L, Z.shape[-1]
+        z = Z.astype(np.complex128) if form == "real-in" else Z[0] + 1j * Z[1]
+        a = np.zeros((2, L, c))
+        t = z * self.w[:, None]
+        a[0, :p], a[1, :p] = t.real, t.imag
+        A = self.sub.execute(a)
+        h = (A[0] + 1j * A[1]) * self.kernel[:, None]
+        a[0], a[1] = h.real, -h.imag  # inverse DFT as conj(DFT(conj(h)))
+        C = self.sub.execute(a)
+        y = (C[0, :p] - 1j * C[1, :p]) * self.w[:, None]
+        out = y.real.copy() if form == "real-out" else np.stack([y.real, y.imag])
+        return out, self.counts(), 0
+
+
+class Plan:
+    """A length-``n`` transform: its radices, tables and prepared DFT matrices.
+
+    Plans are what :mod:`fft`'s functions make and cache (:func:`fft.get_plan`);
+    pass one as ``plan=`` to reuse it explicitly. The emulation options apply to
+    every stage product.
+
+    Parameters
+    ----------
+    n : int
+        Transform length, ``n >= 1``.
+    scheme, engine : str
+        As in :func:`ozaki.dgemm`.
+    mode : {"fast", "accurate"}
+        Default ``"fast"``: shifts per row and per column, so bits do not depend
+        on the batch (module docstring). ``"accurate"`` certifies each entry
+        componentwise, but its shifts depend on the whole product.
+    num_moduli : int or "auto"
+        ``"auto"``: per stage, the count certified on probe columns.
+    native : bool
+        Run the same stages on native FP64 GEMMs (``numpy.matmul``): the baseline
+        the benchmarks compare with.
+
+    Attributes
+    ----------
+    n : int
+    radices : list of int
+    stages : list
+    """
+
+    def __init__(self, n: int, *, scheme: str = "auto", mode: str = "fast",
+                 engine: str = "auto", num_moduli: int | str = "auto", native: bool = False):
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"invalid number of data points ({n}) specified")
+        if mode not in ozaki.MODES:
+            raise ValueError(f"mode must be one of {ozaki.MODES}, got {mode!r}")
+        self.n = int(n)
+        self.options = _Options(scheme, mode, engine, num_moduli, bool(native))
+        self.radices = factorize(self.n)
+        self.stages = [(_Bluestein if r > DENSE_LIMIT else _Dense)(r, self.options)
+                       for r in self.radices]
+        self._twiddles: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __repr__(self) -> str:
+        kind = "native" if self.options.native else f"{self.options.mode}"
+        return f"Plan(n={self.n}, radices={self.radices}, {kind})"
+
+    def _twiddle(self, i: int):
+        got = self._twiddles.get(i)
+        if got is None:
+            m = math.prod(self.radices[i:])
+            T = tables.twiddles(m, self.radices[i])
+            got = self._twiddles[i] = (T.real.copy(), T.imag.copy())
+        return got
+
+    def execute(self, Z: np.ndarray, real_in: bool = False, real_out: bool = False) -> np.ndarray:
+        """The DFT along axis ``-2`` of a split batch.
+
+        Parameters
+        ----------
+        Z : ndarray, shape (2, n, W) (split complex) or (n, W) with ``real_in``
+        real_in, real_out : bool
+            Real input; only the real part of the result wanted.
+
+        Returns
+        -------
+        ndarray, shape (2, n, W), or (n, W) with ``real_out``
+        """
+        n, W = self.n, Z.shape[-1]
+        s = len(self.stages)
+        if n == 1:
+            out = Z.reshape(-1, 1, W)[:1 if real_out else 2].copy()
+            if real_in and not real_out:
+                out = np.concatenate([out, np.zeros_like(out)])
+            return out.reshape((1, W) if real_out else (2, 1, W))
+        cols = W
+        for i, (r, stage) in enumerate(zip(self.radices, self.stages)):
+            t0 = time.perf_counter()
+            m = n // math.prod(self.radices[:i])  # the sub-length this stage starts
+            M = m // r
+            form = ("real-in" if (i == 0 and real_in) else
+                    "real-out" if (i == s - 1 and real_out) else "complex")
+            Y, count, gemms = stage.apply(Z.reshape((r, M * cols) if form == "real-in"
+                                                    else (2, r, M * cols)), form)
+            if M > 1:
+                Tr, Ti = self._twiddle(i)
+                Y = Y.reshape(2, r, M, cols)
+                Yr, Yi = Y[0], Y[1]
+                Z = np.empty((2, M, r, cols))
+                Z[0] = (Yr * Tr[:, :, None] - Yi * Ti[:, :, None]).transpose(1, 0, 2)
+                Z[1] = (Yr * Ti[:, :, None] + Yi * Tr[:, :, None]).transpose(1, 0, 2)
+            else:
+                Z = Y
+            cols *= r
+            record(StageRecord(r, M * cols // r, form, count, gemms, time.perf_counter() - t0))
+        return Z.reshape((n, W) if real_out else (2, n, W))

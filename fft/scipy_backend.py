@@ -1,0 +1,39 @@
+"""``fft`` as a :mod:`scipy.fft` backend (uarray protocol).
+
+>>> import numpy as np, scipy.fft, fft
+>>> with scipy.fft.set_backend(fft.scipy_backend):
+...     y = scipy.fft.fft(np.arange(4.0))
+>>> bool(np.array_equal(y, fft.fft(np.arange(4.0))))
+True
+
+The backend implements every function :mod:`fft` has. It answers
+``NotImplemented`` (scipy then tries its next backend, or raises) for the
+others (``dct``, ``hfft2``, ...) and for long-double input, which this
+FP64-grade transform does not serve.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import transforms
+
+__all__ = ["__ua_domain__", "__ua_function__"]
+
+__ua_domain__ = "numpy.scipy.fft"
+
+_FUNCTIONS = {name: getattr(transforms, name) for name in
+              ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2",
+               "irfft2", "rfftn", "irfftn", "hfft", "ihfft")}
+
+
+def __ua_function__(method, args, kwargs):
+    fn = _FUNCTIONS.get(getattr(method, "__name__", None))
+    if fn is None:
+        return NotImplemented
+    x = args[0] if args else kwargs.get("x")
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None and dtype.kind in "fc" and dtype.itemsize > (16 if dtype.kind == "c"
+                                                                        else 8):
+        return NotImplemented  # long double: scipy's own backend serves it
+    return fn(*args, **kwargs)
