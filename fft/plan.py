@@ -67,7 +67,7 @@ def factorize(n: int, max_radix: int = MAX_RADIX) -> list[int]:
     Examples
     --------
     >>> factorize(2 ** 20), factorize(3 * 5 * 7 * 64), factorize(1009)
-    ([32, 32, 32, 32], [16, 20, 21], [1009])
+    ([32, 32, 32, 32], [14, 20, 24], [1009])
     """
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")

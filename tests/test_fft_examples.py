@@ -1,0 +1,14 @@
+"""The examples in the fft package's docstrings run and print what they show."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["fft", "fft.plan", "fft.records", "fft.scipy_backend", "fft.tables", "fft.transforms"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
