@@ -5,10 +5,10 @@ import importlib
 
 import pytest
 
-MODULES = ["fft", "fft.plan", "fft.records", "fft.scipy_backend", "fft.tables", "fft.transforms"]
+MODULES = ["fft", "fft.plan", "fft.records", "fft.scipy_backend"]
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0
+    assert result.attempted > 0 and result.failed == 0
