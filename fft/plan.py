@@ -36,6 +36,7 @@ import numpy as np
 import ozaki
 
 from . import tables
+from .kernels import twiddle_transpose
 from .records import record
 
 __all__ = ["Plan", "StageRecord", "factorize", "MAX_RADIX", "DENSE_LIMIT"]
@@ -281,6 +282,15 @@ class Plan:
             raise ValueError(f"invalid number of data points ({n}) specified")
         if mode not in ozaki.MODES:
             raise ValueError(f"mode must be one of {ozaki.MODES}, got {mode!r}")
+        if scheme != "auto" and scheme not in ozaki.SCHEMES:
+            raise ValueError(f"scheme must be 'auto' or one of {tuple(ozaki.SCHEMES)}, "
+                             f"got {scheme!r}")
+        if engine != "auto" and engine not in ozaki.available_engines():
+            raise ValueError(f"engine must be 'auto' or one of {ozaki.available_engines()}, "
+                             f"got {engine!r}")
+        if num_moduli != "auto" and (isinstance(num_moduli, bool)
+                                     or not isinstance(num_moduli, (int, np.integer))):
+            raise TypeError(f"num_moduli must be an int or 'auto', got {num_moduli!r}")
         self.n = int(n)
         self.options = _Options(scheme, mode, engine, num_moduli, bool(native))
         self.radices = factorize(self.n)
@@ -313,6 +323,12 @@ class Plan:
         -------
         ndarray, shape (2, n, W), or (n, W) with ``real_out``
         """
+        want = (self.n, Z.shape[-1]) if real_in else (2, self.n, Z.shape[-1])
+        if Z.shape != want or Z.dtype != np.float64:
+            raise ValueError(f"Z must be a float64 array of shape {want[:-1] + ('W',)}, "
+                             f"got {Z.dtype} {Z.shape}")
+        if real_in and real_out:
+            raise ValueError("real_in and real_out cannot both be set")
         n, W = self.n, Z.shape[-1]
         s = len(self.stages)
         if n == 1:
@@ -331,11 +347,7 @@ class Plan:
                                                     else (2, r, M * cols)), form)
             if M > 1:
                 Tr, Ti = self._twiddle(i)
-                Y = Y.reshape(2, r, M, cols)
-                Yr, Yi = Y[0], Y[1]
-                Z = np.empty((2, M, r, cols))
-                Z[0] = (Yr * Tr[:, :, None] - Yi * Ti[:, :, None]).transpose(1, 0, 2)
-                Z[1] = (Yr * Ti[:, :, None] + Yi * Tr[:, :, None]).transpose(1, 0, 2)
+                Z = twiddle_transpose(Y.reshape(2, r, M, cols), Tr, Ti)
             else:
                 Z = Y
             cols *= r
