@@ -212,7 +212,7 @@ def _finish(S: np.ndarray, single: bool, real: bool) -> np.ndarray:
     return out
 
 
-def _c2c(x, s, axes, norm, inverse, workers, plan, one_d=False):
+def _c2c(x, s, axes, norm, inverse, workers, plan):
     a, single = _array(x)
     if a.ndim == 0:
         raise ValueError("x must be at least 1-D")
@@ -220,11 +220,17 @@ def _c2c(x, s, axes, norm, inverse, workers, plan, one_d=False):
     norm = _norm(norm)
     for ax, n in zip(axes, s):
         a = _resize(a, ax, n if n is not None else _length(a.shape[ax]))
-    S = _split(a)
-    if inverse:
-        S[1] = -S[1]
+    order = list(reversed(list(enumerate(axes))))
+    real = not np.iscomplexobj(a) and bool(axes)
     with _threads(workers):
-        for i, ax in reversed(list(enumerate(axes))):
+        if real:  # real input enters through [Fr; Fi] (conj(x) = x for the inverse)
+            i, ax = order.pop(0)
+            S = _along(a, ax, _plan_for(plan, i, a.shape[ax]), real_in=True)
+        else:
+            S = _split(a)
+            if inverse:
+                S[1] = -S[1]
+        for i, ax in order:
             S = _along(S, ax, _plan_for(plan, i, a.shape[ax]))
     if inverse:
         S[1] = -S[1]
