@@ -197,8 +197,8 @@ class _Dense:
     def matrix(self, form: str) -> _Matrix:
         got = self._matrices.get(form)
         if got is None:
-            got = self._matrices[form] = _Matrix(_embedded(tables.dft_matrix(self.r), form),
-                                                 self.opts)
+            F = tables.dft_matrix(self.r, cache=self.r <= MAX_RADIX)
+            got = self._matrices[form] = _Matrix(_embedded(F, form), self.opts)
         return got
 
     def counts(self) -> int:

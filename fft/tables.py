@@ -175,11 +175,19 @@ def roots(N: int) -> np.ndarray:
     return _cache.get(("roots", N), lambda: _compute_roots(N))
 
 
-def dft_matrix(r: int) -> np.ndarray:
-    """The DFT matrix ``F[j, k] = W_r^{jk}``, shape (r, r), complex128, read-only."""
+def dft_matrix(r: int, cache: bool = True) -> np.ndarray:
+    """The DFT matrix ``F[j, k] = W_r^{jk}``, shape (r, r), complex128, read-only.
+
+    ``cache=False`` builds it without keeping it (a large dense prime stage keeps
+    its own embedded copy).
+    """
     def make():
         j = np.arange(r, dtype=np.int64)
         return roots(r)[np.outer(j, j) % r]
+    if not cache:
+        out = make()
+        out.flags.writeable = False
+        return out
     return _cache.get(("dft", r), make)
 
 
