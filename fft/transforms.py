@@ -12,6 +12,9 @@ Precision: float64 and complex128 are computed to FP64 grade. float32,
 complex64 and float16 are widened, transformed the same way and rounded to
 the single-precision result type scipy.fft returns (complex64, float32);
 long double is refused (``TypeError``): nothing here is more precise than FP64.
+
+Non-finite input propagates as in IEEE arithmetic: an output that depends on an
+``inf`` is non-finite, on a ``nan`` is ``nan``; other lines of the batch keep their bits.
 """
 
 from __future__ import annotations

@@ -178,6 +178,8 @@ def last_axis_length(name, x, kw):
     ("irfftn", np.ones((2, 3, 4)) + 1j, {"s": (5, 7)}),  # s without axes: the last ones
     ("irfftn", np.ones((3, 4)) + 1j, {"s": (-1, -1)}),   # -1: the input's length
     ("irfft2", np.ones((3, 4)) + 1j, {"s": (2, 7)}),     # crop one axis, pad the other
+    ("fft", [1, 2, 3], {}), ("rfft", [[1.5, 2], [3, 4]], {"axis": 0}),  # lists
+    ("ifft", np.arange(6.0).astype(">f8"), {}),          # big-endian
 ])
 def test_semantics_edge_cases(name, x, kw):
     compare(name, x, **kw)
@@ -304,8 +306,8 @@ def test_backend_defers_what_it_does_not_serve(rng):
 
 # --- bits do not depend on the batch ------------------------------------------------------
 
-@pytest.mark.parametrize("n", [60, 128, 2053])
-@pytest.mark.parametrize("name", ONE_D)
+@pytest.mark.parametrize("name,n", [(name, n) for name in ONE_D for n in (60, 128)]
+                         + [("fft", 2053), ("irfft", 2053)])  # Bluestein
 def test_bits_do_not_depend_on_the_batch(name, n, rng):
     x = sample(name, (5, n if name not in ("irfft", "hfft") else n // 2 + 1), rng)
     kw = {"n": n} if name in ("irfft", "hfft") else {}
@@ -315,6 +317,16 @@ def test_bits_do_not_depend_on_the_batch(name, n, rng):
         assert np.array_equal(Y[i], f(x[i], **kw)), i
     assert np.array_equal(f(np.ascontiguousarray(x.T), axis=0, **kw), Y.T)
     assert np.array_equal(f(np.stack([x, x[::-1]], axis=1), **kw)[:, 0], Y)
+
+
+@pytest.mark.parametrize("name", ["fft", "rfft", "irfft"])
+def test_layouts_and_workers_keep_the_bits(name, rng):
+    x = sample(name, (6, 10), rng)
+    f = getattr(fft, name)
+    want = f(np.ascontiguousarray(x[::-2, ::-1]))
+    assert np.array_equal(f(x[::-2, ::-1]), want)
+    assert np.array_equal(f(np.asfortranarray(x)), f(x))
+    assert np.array_equal(f(x, workers=1), f(x)) and np.array_equal(f(x, workers=-1), f(x))
 
 
 def test_nd_transforms_are_successive_1d_transforms(rng):
