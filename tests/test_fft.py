@@ -234,6 +234,13 @@ def test_errors_like_scipy(name, x, kw):
         getattr(fft, name)(x, **kw)
 
 
+def test_error_messages_name_the_cause():
+    with pytest.raises(ValueError, match="shape requires more axes than are present"):
+        fft.fftn(X8, s=(2, 2))
+    with pytest.raises(ValueError, match=r"invalid number of data points \(-1\)"):
+        fft.irfft(X8, n=-1)
+
+
 @pytest.mark.parametrize("name", ["irfft", "hfft"])
 def test_zero_output_length(name):
     # scipy returns one point for n=0 here (its irfft raises for the default length 0, and
