@@ -8,8 +8,9 @@ True
 
 The backend implements every function :mod:`fft` has. It answers
 ``NotImplemented`` (scipy then tries its next backend, or raises) for the
-others (``dct``, ``hfft2``, ...) and for long-double input, which this
-FP64-grade transform does not serve.
+others (``dct``, ``hfft2``, ...), for long-double input, which this
+FP64-grade transform does not serve, and for arrays of non-numeric dtype
+(object, strings), which :mod:`fft` refuses but scipy may convert.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def __ua_function__(method, args, kwargs):
         return NotImplemented
     x = args[0] if args else kwargs.get("x")
     dtype = getattr(x, "dtype", None)
-    if dtype is not None and dtype.kind in "fc" and dtype.itemsize > (16 if dtype.kind == "c"
-                                                                        else 8):
-        return NotImplemented  # long double: scipy's own backend serves it
+    if dtype is not None and (dtype.kind not in "biufc" or dtype.itemsize > (
+            16 if dtype.kind == "c" else 8)):
+        return NotImplemented  # long double, object, strings: scipy's own backend decides
     return fn(*args, **kwargs)

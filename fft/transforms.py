@@ -12,6 +12,9 @@ Precision: float64 and complex128 are computed to FP64 grade. float32,
 complex64 and float16 are widened, transformed the same way and rounded to
 the single-precision result type scipy.fft returns (complex64, float32);
 long double is refused (``TypeError``): nothing here is more precise than FP64.
+
+Non-finite input propagates as in IEEE arithmetic: an output that depends on an
+``inf`` is non-finite, on a ``nan`` is ``nan``; other lines of the batch keep their bits.
 """
 
 from __future__ import annotations
@@ -117,11 +120,16 @@ def _threads(workers):
         numba.set_num_threads(before)
 
 
-def _axes(ndim: int, s, axes, real: bool = False) -> tuple[list[int], list[int | None]]:
-    """scipy's rules for ``s`` and ``axes``; lengths ``None`` keep the input's."""
+def _axes(shape: tuple, s, axes, real: bool = False) -> tuple[list[int], list[int | None]]:
+    """scipy's rules for ``s`` and ``axes``; lengths ``None`` (``s`` not given) keep the
+    input's, and ``-1`` in ``s`` is the input's length along that axis (as in scipy, also
+    for the output length of a complex-to-real transform)."""
+    ndim = len(shape)
     if s is not None:
         s = [s] if np.ndim(s) == 0 else list(s)
     if axes is None:
+        if s is not None and len(s) > ndim:
+            raise ValueError(f"shape requires more axes than are present ({len(s)} > {ndim})")
         axes = list(range(ndim - len(s), ndim)) if s is not None else list(range(ndim))
     else:
         axes = [axes] if np.ndim(axes) == 0 else list(axes)
@@ -134,7 +142,7 @@ def _axes(ndim: int, s, axes, real: bool = False) -> tuple[list[int], list[int |
     elif len(s) != len(axes):
         raise ValueError("when given, axes and shape arguments have to be of the same length")
     else:
-        s = [None if v == -1 else _length(v, "s") for v in s]
+        s = [_length(shape[ax] if v == -1 else v, "s") for ax, v in zip(axes, s)]
     if real and not axes:
         raise ValueError("at least 1 axis must be transformed")
     return axes, s
@@ -214,9 +222,7 @@ def _finish(S: np.ndarray, single: bool, real: bool) -> np.ndarray:
 
 def _c2c(x, s, axes, norm, inverse, workers, plan):
     a, single = _array(x)
-    if a.ndim == 0:
-        raise ValueError("x must be at least 1-D")
-    axes, s = _axes(a.ndim, s, axes)
+    axes, s = _axes(a.shape, s, axes)
     norm = _norm(norm)
     for ax, n in zip(axes, s):
         a = _resize(a, ax, n if n is not None else _length(a.shape[ax]))
@@ -242,9 +248,7 @@ def _r2c(x, s, axes, norm, workers, plan, conj_out=False, swap=False):
     a, single = _array(x)
     if np.iscomplexobj(a):
         raise TypeError("x must be real for a real-input transform (got complex values)")
-    if a.ndim == 0:
-        raise ValueError("x must be at least 1-D")
-    axes, s = _axes(a.ndim, s, axes, real=True)
+    axes, s = _axes(a.shape, s, axes, real=True)
     norm = _norm(norm)
     for ax, n in zip(axes, s):
         a = _resize(a, ax, n if n is not None else _length(a.shape[ax]))
@@ -265,9 +269,7 @@ def _r2c(x, s, axes, norm, workers, plan, conj_out=False, swap=False):
 
 def _c2r(x, s, axes, norm, workers, plan, conj_in=False, swap=False):
     a, single = _array(x)
-    if a.ndim == 0:
-        raise ValueError("x must be at least 1-D")
-    axes, s = _axes(a.ndim, s, axes, real=True)
+    axes, s = _axes(a.shape, s, axes, real=True)
     norm = _norm(norm)
     last = axes[-1]
     n_last = s[-1] if s[-1] is not None else 2 * (a.shape[last] - 1)
@@ -294,6 +296,11 @@ def _c2r(x, s, axes, norm, workers, plan, conj_in=False, swap=False):
         R = _along(full, last, _plan_for(plan, len(axes) - 1, n_last), real_out=True)
     total = int(np.prod([a.shape[ax] for ax in axes[:-1]], dtype=np.int64)) * n_last
     return _finish(_scale(R, _swap(norm) if swap else norm, True, total), single, True)
+
+
+def _one(n) -> list[int] | None:
+    """A 1-D function's ``n`` as ``s``: ``None`` or a valid length (scipy refuses -1)."""
+    return None if n is None else [_length(n)]
 
 
 def _swap(norm: str) -> str:
@@ -324,12 +331,12 @@ def fft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=
     -------
     ndarray, complex128 (complex64 for single-precision input)
     """
-    return _c2c(x, None if n is None else [n], [axis], norm, False, workers, plan)
+    return _c2c(x, _one(n), [axis], norm, False, workers, plan)
 
 
 def ifft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
     """1-D inverse DFT (``scipy.fft.ifft``'s signature); see :func:`fft`."""
-    return _c2c(x, None if n is None else [n], [axis], norm, True, workers, plan)
+    return _c2c(x, _one(n), [axis], norm, True, workers, plan)
 
 
 def fft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
@@ -357,7 +364,7 @@ def rfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan
 
     The first stage is a real product ``[Fr; Fi] @ x``.
     """
-    return _r2c(x, None if n is None else [n], [axis], norm, workers, plan)
+    return _r2c(x, _one(n), [axis], norm, workers, plan)
 
 
 def irfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
@@ -367,7 +374,7 @@ def irfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, pla
     frequency are ignored, as in scipy; the last stage is a real product
     ``[Fr, -Fi] @ [Zr; Zi]``.
     """
-    return _c2r(x, None if n is None else [n], [axis], norm, workers, plan)
+    return _c2r(x, _one(n), [axis], norm, workers, plan)
 
 
 def rfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
@@ -395,11 +402,11 @@ def hfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan
 
     ``hfft(x, n) == irfft(conj(x), n) * n`` for the default norm.
     """
-    return _c2r(x, None if n is None else [n], [axis], norm, workers, plan, conj_in=True,
+    return _c2r(x, _one(n), [axis], norm, workers, plan, conj_in=True,
                 swap=True)
 
 
 def ihfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
     """Inverse of :func:`hfft` (``scipy.fft.ihfft``'s signature): ``conj(rfft(x)) / n``."""
-    return _r2c(x, None if n is None else [n], [axis], norm, workers, plan, conj_out=True,
+    return _r2c(x, _one(n), [axis], norm, workers, plan, conj_out=True,
                 swap=True)
