@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import time
+from functools import lru_cache
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,37 +58,44 @@ def _prime_factors(n: int) -> list[int]:
     return out
 
 
+@lru_cache(maxsize=4096)
+def _pack(n: int, count: int, cap: int) -> tuple[int, ...] | None:
+    """``n`` as ``count`` factors ``<= cap`` whose largest is as small as possible."""
+    if count == 0:
+        return () if n == 1 else None
+    low = max(1, math.ceil(round(n ** (1.0 / count), 9)))  # the largest is >= n**(1/count)
+    for d in range(low, min(cap, n) + 1):
+        if n % d == 0:
+            rest = _pack(n // d, count - 1, d)
+            if rest is not None:
+                return (d,) + rest
+    return None
+
+
 def factorize(n: int, max_radix: int = MAX_RADIX) -> list[int]:
-    """Radices of a length-``n`` plan: few stages, balanced, each at most ``max_radix``.
+    """Radices of a length-``n`` plan: few stages, each at most ``max_radix``, balanced.
 
     Prime factors above ``max_radix`` are stages of their own (dense up to
-    :data:`DENSE_LIMIT`, Bluestein beyond). The small primes are packed into
-    the fewest radices that can hold them, largest prime first into the
-    emptiest radix, so the radices are as even as the primes allow.
+    :data:`DENSE_LIMIT`, Bluestein beyond). The rest is split into the fewest
+    factors of at most ``max_radix``, and among those splits, one whose largest
+    factor is smallest (a stage's cost grows with its radix).
 
     Examples
     --------
     >>> factorize(2 ** 20), factorize(3 * 5 * 7 * 64), factorize(1009)
-    ([32, 32, 32, 32], [14, 20, 24], [1009])
+    ([32, 32, 32, 32], [16, 20, 21], [1009])
     """
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     primes = _prime_factors(n)
     big = [p for p in primes if p > max_radix]
-    small = sorted((p for p in primes if p <= max_radix), reverse=True)
+    rest = math.prod(p for p in primes if p <= max_radix)
     radices: list[int] = []
-    if small:
-        rest = math.prod(small)
+    if rest > 1:
         count = max(1, math.ceil(math.log(rest) / math.log(max_radix) - 1e-12))
-        while True:
-            bins = [1] * count
-            for p in small:
-                i = min(range(count), key=lambda j: bins[j])
-                bins[i] *= p
-            if max(bins) <= max_radix:
-                break
+        while (got := _pack(rest, count, max_radix)) is None:
             count += 1
-        radices = sorted(b for b in bins if b > 1)
+        radices = [r for r in got if r > 1]
     return sorted(radices + big) if radices or big else [1]
 
 

@@ -123,8 +123,8 @@ def _compute_roots(N: int) -> np.ndarray:
 class _Cache:
     """A least-recently-used cache bounded in bytes, safe across threads."""
 
-    def __init__(self, limit: int):
-        self.limit, self.size = limit, 0
+    def __init__(self, limit):
+        self._limit, self.size = limit, 0
         self.items: OrderedDict = OrderedDict()
         self.lock = Lock()
 
@@ -139,7 +139,7 @@ class _Cache:
             if key not in self.items:
                 self.items[key] = value
                 self.size += value.nbytes
-                while self.size > self.limit and len(self.items) > 1:
+                while self.size > self._limit() and len(self.items) > 1:
                     _, old = self.items.popitem(last=False)
                     self.size -= old.nbytes
             return self.items[key]
@@ -150,7 +150,7 @@ class _Cache:
             self.size = 0
 
 
-_cache = _Cache(CACHE_BYTES)
+_cache = _Cache(lambda: CACHE_BYTES)  # read at each insertion: the bound may be changed
 
 
 def clear_cache() -> None:

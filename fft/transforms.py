@@ -154,10 +154,16 @@ def _axis(a: int, ndim: int) -> int:
     return a % ndim
 
 
+def _check_plans(plan, count: int) -> None:
+    if isinstance(plan, Sequence) and not isinstance(plan, str) and len(plan) != count:
+        raise ValueError(f"plan holds {len(plan)} plans for {count} transformed axes: pass "
+                         "one per axis, in the order of axes")
+
+
 def _plan_for(plan, i: int, n: int) -> Plan:
     if plan is None:
         return get_plan(n)
-    p = plan[i] if isinstance(plan, Sequence) else plan
+    p = plan[i] if isinstance(plan, Sequence) and not isinstance(plan, str) else plan
     if not isinstance(p, Plan):
         raise TypeError(f"plan must be an fft.Plan or a sequence of them, got {type(p).__name__}")
     if p.n != n:
@@ -223,6 +229,7 @@ def _finish(S: np.ndarray, single: bool, real: bool) -> np.ndarray:
 def _c2c(x, s, axes, norm, inverse, workers, plan):
     a, single = _array(x)
     axes, s = _axes(a.shape, s, axes)
+    _check_plans(plan, len(axes))
     norm = _norm(norm)
     for ax, n in zip(axes, s):
         a = _resize(a, ax, n if n is not None else _length(a.shape[ax]))
@@ -249,6 +256,7 @@ def _r2c(x, s, axes, norm, workers, plan, conj_out=False, swap=False):
     if np.iscomplexobj(a):
         raise TypeError("x must be real for a real-input transform (got complex values)")
     axes, s = _axes(a.shape, s, axes, real=True)
+    _check_plans(plan, len(axes))
     norm = _norm(norm)
     for ax, n in zip(axes, s):
         a = _resize(a, ax, n if n is not None else _length(a.shape[ax]))
@@ -270,6 +278,7 @@ def _r2c(x, s, axes, norm, workers, plan, conj_out=False, swap=False):
 def _c2r(x, s, axes, norm, workers, plan, conj_in=False, swap=False):
     a, single = _array(x)
     axes, s = _axes(a.shape, s, axes, real=True)
+    _check_plans(plan, len(axes))
     norm = _norm(norm)
     last = axes[-1]
     n_last = s[-1] if s[-1] is not None else 2 * (a.shape[last] - 1)

@@ -72,17 +72,15 @@ def test_roots_bad_order(N):
 
 
 def test_cache_is_bounded_and_clears(monkeypatch):
-    # The cache's limit is read once, from CACHE_BYTES, when tables is imported: lower it on
-    # the cache itself.
-    assert tables._cache.limit == tables.CACHE_BYTES
+    # the bound is read at each insertion: lowering fft.tables.CACHE_BYTES takes effect
     tables.clear_cache()
-    monkeypatch.setattr(tables._cache, "limit", 3 * 1000 * 16 + 100)
+    monkeypatch.setattr(tables, "CACHE_BYTES", 3 * 1000 * 16 + 100)
     first = tables.roots(1000)
     assert tables.roots(1000) is first  # cached
     kept = [tables.roots(n) for n in (1001, 1002)]
     assert tables.roots(1000) is first  # three fit; using it makes it the most recent
     tables.roots(1003)  # evicts the least recently used: 1001
-    assert tables._cache.size <= tables._cache.limit
+    assert tables._cache.size <= tables.CACHE_BYTES
     assert tables.roots(1000) is first and tables.roots(1001) is not kept[0]
     assert np.array_equal(tables.roots(1001), kept[0])
     tables.clear_cache()
@@ -114,6 +112,30 @@ def test_factorize_powers_of_two_fewest_balanced_stages(k):
     assert math.prod(radices) == 2 ** k
     assert len(radices) == max(1, math.ceil(k / 6))  # 64 = 2**6 is the largest radix
     assert max(radices) <= 2 * min(radices) or k == 0
+
+
+def splits(n, count, cap):
+    """Every split of ``n`` into ``count`` non-increasing factors ``<= cap`` (brute force)."""
+    if count == 0:
+        return [()] if n == 1 else []
+    return [(d,) + rest for d in range(min(cap, n), 0, -1) if n % d == 0
+            for rest in splits(n // d, count - 1, d)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 3 * 10 ** 4))
+def test_factorize_fewest_stages_smallest_largest_radix(n):
+    small = math.prod(p for p in fft.factorize(n) if p <= fft.MAX_RADIX)
+    radices = [r for r in fft.factorize(n) if r <= fft.MAX_RADIX]
+    if small == 1:
+        return
+    assert not splits(small, len(radices) - 1, fft.MAX_RADIX)  # no fewer stages possible
+    assert max(radices) == min(max(sp) for sp in splits(small, len(radices), fft.MAX_RADIX))
+
+
+def test_factorize_balances_mixed_radices():
+    assert fft.factorize(3 * 5 * 7 * 64) == [16, 20, 21]
+    assert fft.factorize(10 ** 7) == [20, 25, 25, 25, 32]  # 4 factors <= 64 cannot make 10**7
 
 
 def test_factorize_bad_length():
@@ -168,6 +190,8 @@ def test_plan_arguments(rng):
     assert np.array_equal(fft.rfftn(x, axes=(1, 0), plan=[p8, p6]), fft.rfftn(x, axes=(1, 0)))
     with pytest.raises(ValueError, match="the transform has length 8"):  # last axis first
         fft.fft2(x, plan=[p8, p6])
+    with pytest.raises(ValueError, match="holds 1 plans for 2 transformed axes"):
+        fft.fft2(x, plan=[p8])
     for bad in (0, -1, 2.0, True):
         with pytest.raises(ValueError, match="invalid number of data points"):
             fft.Plan(bad)
