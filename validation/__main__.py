@@ -5,7 +5,8 @@ with ``--docs DOCS`` also ``DOCS/_generated/validation_report.{md,rst}`` and
 ``DOCS/_generated/validation_*.png`` (the page ``DOCS/validation.rst`` includes them).
 Exit status 1 when any check fails (see :mod:`validation.suite`); failures that
 match a known, reported ozaki bug (``validation.suite.KNOWN_ISSUES``) are listed
-apart and do not set it.
+apart and do not set it. The FFT campaign is its own entry, ``python -m validation.fft``
+(:mod:`validation.fft`), writing ``fft_*`` files beside these.
 """
 
 from __future__ import annotations

@@ -1,0 +1,125 @@
+"""The FFT campaign's driver: run the cases, write the results, the reports, the figure.
+
+``python -m validation.fft`` calls :func:`main` (after setting the thread defaults).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import mpmath
+import numpy as np
+import scipy
+from tqdm import tqdm
+
+import ozaki
+
+from .. import report as render
+from . import campaign, cases as families, report
+from .reference import SMALL_CHECKS, check_long_double
+
+
+def run(cases, tier: str, progress: bool = True) -> dict:
+    """The campaign on ``cases``: the results (JSON-ready, non-finite floats as strings)."""
+    bits = check_long_double()
+    t0 = time.perf_counter()
+    results = []
+    with tqdm(total=len(SMALL_CHECKS) + len(cases), unit="case", file=sys.stderr,
+              dynamic_ncols=True, disable=not progress) as bar:
+        bar.set_description("reference checks")
+        checks = campaign.reference_checks(bar.update)
+        for c in cases:
+            bar.set_description(c.name)
+            results.append(campaign.run_case(c))
+            bar.update(1)
+    failures = campaign.reference_failures(checks) + [f for r in results for f in r["failures"]]
+    known = [f for r in results for f in r["known_issues"]]
+    return _strict({
+        "meta": {"tier": tier, "seconds": time.perf_counter() - t0, "ozaki": ozaki.__version__,
+                 "numpy": np.__version__, "scipy": scipy.__version__,
+                 "mpmath": mpmath.__version__, "python": platform.python_version(),
+                 "machine": platform.machine(), "u": 2.0 ** -53, "long_double_bits": bits},
+        "reference_checks": checks, "cases": results, "failures": failures,
+        "known_issues": known})
+
+
+def write(res: dict, out: Path, docs: str | None = None) -> None:
+    """``fft_results.json``, the reports and the figure in ``out`` (and ``docs``)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "fft_results.json").write_text(json.dumps(res, indent=1))
+    res = json.loads(json.dumps(res), parse_constant=float, object_hook=_floats)
+    images = report.plot(res, out)
+    title = "FFT validation report"
+    bl = report.blocks(res, images)
+    (out / "fft_report.md").write_text(render.markdown(bl, title=title))
+    (out / "fft_report.rst").write_text(_rst(bl))
+    if docs:
+        gen = Path(docs) / "_generated"
+        gen.mkdir(parents=True, exist_ok=True)
+        for n, _ in images:
+            shutil.copyfile(out / n, gen / f"validation_{n}")
+        dbl = report.blocks(res, [(f"validation_{n}", alt) for n, alt in images])
+        (gen / "validation_fft_report.md").write_text(render.markdown(dbl, title=title))
+        (gen / "validation_fft_report.rst").write_text(_rst(dbl, "_generated/"))
+
+
+def _rst(bl, image_prefix: str = "") -> str:
+    text = render.rst(bl, image_prefix=image_prefix)
+    return text.replace("``python -m validation``", "``python -m validation.fft``", 1)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m validation.fft",
+                                 description="The FFT accuracy campaign.")
+    ap.add_argument("--quick", action="store_true", help="the CI tier (under a minute)")
+    ap.add_argument("--out", default="build/validation", help="output folder")
+    ap.add_argument("--docs", default=None, help="docs folder to refresh (e.g. docs)")
+    ap.add_argument("--case", action="append", default=None,
+                    help="run only the named case(s) (names as in the report)")
+    args = ap.parse_args(argv)
+    cases = families.cases(args.quick)
+    if args.case:
+        unknown = set(args.case) - {c.name for c in families.full_cases()}
+        if unknown:
+            ap.error(f"unknown case(s): {', '.join(sorted(unknown))}")
+        cases = [families.find(name) for name in dict.fromkeys(args.case)]
+    res = run(cases, "selected" if args.case else "quick" if args.quick else "full")
+    out = Path(args.out)
+    write(res, out, args.docs)
+    fails, known = res["failures"], res["known_issues"]
+    print(f"{len(cases)} FFT cases, {len(fails)} failures, {len(known)} known issues, "
+          f"{res['meta']['seconds']:.0f} s; report in {out}")
+    for tag, fs in (("FAIL", fails), ("KNOWN", known)):
+        for f in fs[:20]:
+            print(f"{tag} {f['check']}: case {f['case']}: {float(f['measured']):.3g} > "
+                  f"{float(f['limit']):.3g} {f['note']}")
+    return 1 if fails else 0
+
+
+def _strict(x):
+    """JSON-safe: numpy scalars to Python, non-finite floats to strings (as the GEMM
+    campaign's ``results.json``)."""
+    if isinstance(x, dict):
+        return {str(k): _strict(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_strict(v) for v in x]
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(x) if math.isfinite(x) else str(float(x))
+    return x
+
+
+def _floats(d: dict) -> dict:
+    """Inverse of :func:`_strict` for the non-finite strings (a ``json`` object hook)."""
+    return {k: float(v) if isinstance(v, str) and v in ("inf", "-inf", "nan") else v
+            for k, v in d.items()}
