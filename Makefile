@@ -26,6 +26,10 @@ test: $(VENV)/.stamp-test
 docs: $(VENV)/.stamp-test
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
 
+validation: $(VENV)/.stamp-test
+	$(PY) -m validation
+	$(PY) -m validation.fft
+
 bench: $(VENV)/.stamp-test
 	$(PY) -m pytest benchmarks --benchmark-enable --benchmark-min-rounds=3 -p no:cacheprovider
 
