@@ -10,7 +10,7 @@ Modules: :mod:`~tme_model.specs` (sourced hardware database), :mod:`~tme_model.w
 from ``ozaki``; substrate choice), :mod:`~tme_model.scenario` (presets and user
 parameters), :mod:`~tme_model.model` (the numbers), :mod:`~tme_model.symbolic` (sympy
 closed forms), :mod:`~tme_model.profile` and :mod:`~tme_model.profile_file` (calibration
-profiles), :mod:`~tme_model.calibration` (measuring them), :mod:`~tme_model.tables`,
+profiles), :mod:`~tme_model.fft_workload` (FFT plans as stage GEMMs and passes), :mod:`~tme_model.calibration` (measuring them), :mod:`~tme_model.tables`,
 :mod:`~tme_model.plot` and :mod:`~tme_model.cli` (``tme-plot``, ``tme-table``,
 ``tme-calibrate``).  Importing the package loads neither matplotlib, sympy nor ozaki.
 """
