@@ -371,6 +371,8 @@ class FFTProjection:
         stores: no traffic).
     gamma_source : str
         How the reconstruction cost was set (``"given"``, ``"estimate"``, ``"profile"``).
+    native_bound : str
+        ``"compute"`` or ``"memory"``: the larger of the native terms.
     """
 
     gpu: str
@@ -380,6 +382,7 @@ class FFTProjection:
     stage_s: tuple[float, ...]
     twiddle_s: float
     gamma_source: str
+    native_bound: str = "memory"
 
     @property
     def emulated_s(self) -> float:
@@ -423,8 +426,8 @@ def project_fft(workload: FFTWorkload, device: Device,
     """
     sc = scenario or Scenario(mode="fast")
     vec = device.p64(False) * 1e12
-    native = max(workload.flops / vec,
-                 NATIVE_PASS_BYTES * workload.points * len(workload.lengths) / (device.bandwidth() * 1e12))
+    compute = workload.flops / vec
+    memory = NATIVE_PASS_BYTES * workload.points * len(workload.lengths) / (device.bandwidth() * 1e12)
     times, moduli, scheme, source = [], [], "", ""
     for i, s in enumerate(workload.stages):
         kern = Kernel(f"stage{i}:r{s.radix}", s.flops, 8.0 * (s.k * s.n + s.m * s.n), s.m * s.n,
@@ -434,5 +437,6 @@ def project_fft(workload: FFTWorkload, device: Device,
         scheme, source = emu.scheme, emu.gamma_source
         moduli.append(emu.moduli)
     known = [m for m in moduli if m is not None]
-    return FFTProjection(device.key, scheme, max(known) if known else None, native, tuple(times),
-                         TWIDDLE_FLOPS * workload.twiddle_points / vec, source)
+    return FFTProjection(device.key, scheme, max(known) if known else None, max(compute, memory),
+                         tuple(times), TWIDDLE_FLOPS * workload.twiddle_points / vec, source,
+                         "compute" if compute > memory else "memory")
