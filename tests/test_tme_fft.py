@@ -12,11 +12,13 @@ import pytest
 
 import fft
 from tme_model import calibration as cal
+from tme_model import fft_projection as P
 from tme_model import fft_workload as F
 from tme_model import tables
 from tme_model.profile import PhaseCosts, Profile
 from tme_model.scenario import Scenario
 from tme_model.specs import load_devices
+from tme_model.workloads import Kernel
 
 DEVICES = load_devices()
 PROFILE = Profile("local", 0.05, 0.01, 0.012, {"fp64": {"cpu-blas": 0.04}},
@@ -45,6 +47,9 @@ def test_stages_match_what_the_plan_runs(n, width, kw):
     assert [(s.radix, s.n, s.form, s.num_moduli) for s in stages] == [
         (r.radix, r.columns, r.form, r.num_moduli) for r in recs]
     assert sum(r.gemms for r in recs) == sum(s.num_moduli for s in stages)  # fp64, cpu-blas
+    whole = F.plan_workload(plan, width, **kw)
+    assert whole.stages == tuple(stages) and whole.twiddle_points == twiddles
+    assert whole.layout_points == 0 and whole.lengths == (n,) and whole.batch == width
     for s in stages:
         assert (s.m, s.k) == {"complex": (2 * s.radix,) * 2, "real-in": (2 * s.radix, s.radix),
                               "real-out": (s.radix, 2 * s.radix)}[s.form]
@@ -115,7 +120,7 @@ def test_predictions_grow_with_size_and_batch():
     assert by_batch == sorted(by_batch) and by_n == sorted(by_n)
     assert by_batch[0] < by_batch[-1] and by_n[0] < by_n[-1]
     h200 = DEVICES["h200"]
-    proj = [F.project_fft(F.fft_workload((n,) * 3, counts=False), h200) for n in (32, 64, 128)]
+    proj = [P.project_fft(F.fft_workload((n,) * 3, counts=False), h200) for n in (32, 64, 128)]
     assert [p.native_s for p in proj] == sorted(p.native_s for p in proj)
     assert [p.emulated_s for p in proj] == sorted(p.emulated_s for p in proj)
 
@@ -127,7 +132,7 @@ def test_device_projection():
         dev = DEVICES[key]
         for gamma in (None, 0.0):
             sc = Scenario(mode="fast", gamma=gamma)
-            p = F.project_fft(w, dev, sc)
+            p = P.project_fft(w, dev, sc)
             vec, bw = dev.p64(False) * 1e12, dev.bandwidth() * 1e12
             assert p.native_s == pytest.approx(max(w.flops / vec, 32.0 * 3 * w.points / bw))
             assert p.twiddle_s == pytest.approx(6.0 * w.twiddle_points / vec)
@@ -136,21 +141,21 @@ def test_device_projection():
             assert p.winner == ("tie" if math.isclose(p.emulated_s, p.native_s) else
                                 "emulated" if p.emulated_s < p.native_s else "native")
             for s, t in zip(w.stages, p.stage_s):  # each stage a GEMM kernel of the TME model
-                emu = sc.emulation(dev, F.Kernel("s", s.flops, 8.0 * (s.k + s.m) * s.n, s.m * s.n,
+                emu = sc.emulation(dev, Kernel("s", s.flops, 8.0 * (s.k + s.m) * s.n, s.m * s.n,
                                                  s.k, matrix=True, n_in=s.k * s.n))
                 compute = emu.alpha * s.flops / (dev.require(emu.scheme) * 1e12)
                 memory = 8.0 * (s.k + s.m) * s.n / bw
                 assert t == pytest.approx(max(compute, memory) + emu.gamma * s.m * s.n)
     # FP64-starved B300: the emulated FFT wins only with a fused (free) reconstruction;
     # H200's FP64 keeps the native FFT at its memory roof, ahead of the emulated stages
-    assert F.project_fft(w, DEVICES["b300"], Scenario(mode="fast", gamma=0.0)).winner == "emulated"
-    assert F.project_fft(w, DEVICES["b300"]).winner == "native"
-    assert F.project_fft(w, DEVICES["h200"], Scenario(mode="fast", gamma=0.0)).winner == "native"
+    assert P.project_fft(w, DEVICES["b300"], Scenario(mode="fast", gamma=0.0)).winner == "emulated"
+    assert P.project_fft(w, DEVICES["b300"]).winner == "native"
+    assert P.project_fft(w, DEVICES["h200"], Scenario(mode="fast", gamma=0.0)).winner == "native"
     # one radix-64 stage per axis, no twiddles: at the memory roof both sides move the
     # same bytes (32 per point and axis), a tie where both are memory-bound
     one = F.fft_workload((64, 64, 64), counts=False)
     assert one.twiddle_points == 0
-    assert F.project_fft(one, DEVICES["h200"], Scenario(mode="fast", gamma=0.0)).winner == "tie"
+    assert P.project_fft(one, DEVICES["h200"], Scenario(mode="fast", gamma=0.0)).winner == "tie"
 
 
 def test_validate_has_fft_rows():

@@ -271,8 +271,9 @@ FFT_PROJECTION_CASES: tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...] =
 def fft_projection_rst(gpus: Sequence[str] = FFT_PROJECTION_GPUS, cases=FFT_PROJECTION_CASES) -> str:
     """Modelled native FP64 FFT against the emulated stages of ``fft``'s plans, per device:
     with a fused reconstruction (gamma = 0) and an unfused one (gamma estimated), fast
-    mode (:func:`tme_model.fft_workload.project_fft`; needs the ``fft`` package)."""
-    from .fft_workload import fft_workload, project_fft
+    mode (:func:`tme_model.fft_projection.project_fft`; needs the ``fft`` package)."""
+    from .fft_projection import project_fft
+    from .fft_workload import fft_workload
 
     devices = load_devices()
     head = ["workload", "device", "substrate", "native [ms]", "native bound",
