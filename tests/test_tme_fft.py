@@ -182,3 +182,24 @@ def test_validate_has_fft_rows():
     assert len(tables.validation_rst(rows).splitlines()) == 3 + len(rows) + 1
     assert not [r for r in cal.validate(PROFILE, (16,), repeats=1, schemes=("fp64",), modes=("fast",),
                                         progress=False, fft_cases=()) if r.get("kind") == "fft"]
+
+
+def test_calibrate_cli_fft_rows(tmp_path, capsys):
+    from tme_model.cli import calibrate_main
+    from tme_model.profile_file import dump_profile
+
+    full = Profile("local", 0.05, 0.01, 0.012, {s: {"cpu-blas": 0.04} for s in ("int8", "fp8", "fp64")},
+                   phases={s: PhaseCosts(2e-9, 4e-9, 1.5e-9, 3e-9, 1e-3) for s in ("int8", "fp8", "fp64")})
+    dump_profile(full, tmp_path / "p.json")
+    base = ["--validate", "--profile", str(tmp_path / "p.json"), "--validate-sizes", "16",
+            "--repeats", "1", "--no-progress", "--json"]
+    assert calibrate_main(base + [str(tmp_path / "q.json"), "--quick"]) == 0
+    import json
+
+    rows = json.loads((tmp_path / "q.json").read_text())
+    assert sorted((r["n"], r["scheme"]) for r in rows if r.get("kind") == "fft") == sorted(
+        ("x".join(map(str, shape)), kind) for shape, _ in cal.QUICK_FFT_CASES
+        for kind in ("fft", "fft native"))
+    assert "FFT (predicted from the plans:" in capsys.readouterr().out
+    assert calibrate_main(base + [str(tmp_path / "n.json"), "--quick", "--no-fft"]) == 0
+    assert not [r for r in json.loads((tmp_path / "n.json").read_text()) if r.get("kind") == "fft"]
