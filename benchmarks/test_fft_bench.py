@@ -9,17 +9,17 @@ as the emulated stages use), in rotation in the same session (median over the
 rounds after one warm-up), and records the ratios in ``extra_info`` next to
 their goals:
 
-================================  =================  ==================
-case                              baseline           goal
-================================  =================  ==================
-every case                        native plan        12x
-1-D complex, N = 2**20            ``scipy.fft.fft``  50x
-3-D complex, 128**3               ``scipy.fft.fftn`` 50x
-512 x N = 4096, last axis         ``scipy.fft.fft``  100x
-================================  =================  ==================
+================================  ==================  =====
+case                              baseline            goal
+================================  ==================  =====
+every case                        native plan         12x
+1-D complex, N = 2**20            ``scipy.fft.fft``   50x
+3-D complex, 128**3               ``scipy.fft.fftn``  50x
+512 x N = 4096, last axis         ``scipy.fft.fft``   100x
+================================  ==================  =====
 
-``extra_info`` also has the stage products' share of the emulated time (from
-:func:`fft.stage_records`) and, when ``docs/_generated/tme_profile.json`` is
+``extra_info`` also has the share of the emulated time inside the plans' stages
+(products and twiddles, from :func:`fft.stage_records` of one more call) and, when ``docs/_generated/tme_profile.json`` is
 present, the time :func:`tme_model.fft_workload.predict_fft` predicts from it.
 ``OZAKI_BENCH_SMALL=1`` shrinks every case 8-64x for a quick look.
 """
