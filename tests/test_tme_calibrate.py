@@ -121,7 +121,7 @@ def test_profile_feeds_tme_table(quick_profile, capsys):
 def test_validate_rows_and_table(quick_profile):
     prof = load_profile(quick_profile)
     rows = cal.validate(prof, (48,), repeats=1, schemes=("fp64",), modes=("fast", "accurate"),
-                        progress=False)
+                        progress=False, fft_cases=())  # FFT rows: tests/test_tme_fft.py
     assert [(r["scheme"], r["mode"]) for r in rows] == [("native", ""), ("fp64", "accurate"), ("fp64", "fast")]
     for r in rows:
         assert r["predicted_s"] > 0 and r["measured_s"] > 0

@@ -10,9 +10,12 @@ Modules: :mod:`~tme_model.specs` (sourced hardware database), :mod:`~tme_model.w
 from ``ozaki``; substrate choice), :mod:`~tme_model.scenario` (presets and user
 parameters), :mod:`~tme_model.model` (the numbers), :mod:`~tme_model.symbolic` (sympy
 closed forms), :mod:`~tme_model.profile` and :mod:`~tme_model.profile_file` (calibration
-profiles), :mod:`~tme_model.calibration` (measuring them), :mod:`~tme_model.tables`,
+profiles), :mod:`~tme_model.calibration` (measuring them),
+:mod:`~tme_model.fft_workload` and :mod:`~tme_model.fft_projection` (``fft`` plans as
+stage GEMMs and passes, on this machine and on GPUs), :mod:`~tme_model.tables`,
 :mod:`~tme_model.plot` and :mod:`~tme_model.cli` (``tme-plot``, ``tme-table``,
-``tme-calibrate``).  Importing the package loads neither matplotlib, sympy nor ozaki.
+``tme-calibrate``).  Importing the package loads neither matplotlib, sympy, ozaki nor
+fft.
 """
 
 from .model import REGIMES, Crossover, Emulation, Prediction, predict

@@ -267,6 +267,9 @@ def _calibrate_parser(cal) -> argparse.ArgumentParser:
     v.add_argument("--validate-sizes", type=_sizes, metavar="N,N,N",
                    help=f"default {listed(cal.VALIDATION_SIZES)} "
                         f"(--quick: {listed(cal.QUICK_VALIDATION_SIZES)})")
+    v.add_argument("--no-fft", action="store_true",
+                   help="no FFT rows (default: fft.fft of 16 x 2**14 along the last axis and "
+                        "fft.fft2 of 256 x 256, default and native plans; --quick: tiny ones)")
     v.add_argument("--json", metavar="FILE", help="also write the validation rows as JSON")
     v.add_argument("--rst", metavar="FILE", help="also write them as a reStructuredText table "
                                                  "(with the minima restated, after a calibration)")
@@ -306,12 +309,14 @@ def calibrate_main(argv: Sequence[str] | None = None) -> int:
         _require(p, "tqdm")
     vsizes = a.validate_sizes or (cal.QUICK_VALIDATION_SIZES if a.quick else cal.VALIDATION_SIZES)
     how = ""
+    fft_cases = () if a.no_fft else (cal.QUICK_FFT_CASES if a.quick else cal.FFT_CASES)
     if a.profile:
         try:
             profile = load_profile(a.profile)
         except TMEError as exc:
             p.error(str(exc))
-        rows = cal.validate(profile, vsizes, repeats=repeats, progress=progress, statistic=a.statistic)
+        rows = cal.validate(profile, vsizes, repeats=repeats, progress=progress, statistic=a.statistic,
+                            fft_cases=fft_cases)
         how = "validation timed after the calibration"
     else:
         sizes = a.sizes or (cal.QUICK_SIZES if a.quick else cal.DEFAULT_SIZES)
@@ -319,7 +324,7 @@ def calibrate_main(argv: Sequence[str] | None = None) -> int:
                     sim_sizes=cal.QUICK_SIM_SIZES if a.quick else cal.SIM_SIZES,
                     stream_elements=(1 << 20) if a.quick else (1 << 25))
         if a.validate:
-            profile, rows = cal.calibrate_and_validate(sizes, vsizes, **opts)
+            profile, rows = cal.calibrate_and_validate(sizes, vsizes, fft_cases=fft_cases, **opts)
             how = "calibration and validation runs interleaved"
         else:
             profile = cal.calibrate(sizes, **opts)

@@ -20,6 +20,7 @@ from .workloads import DEFAULT_KERNELS, PAPER_INTENSITY, Kernel, catalog
 __all__ = [
     "device_list",
     "devices_rst",
+    "fft_projection_rst",
     "kernels_rst",
     "paper_rst",
     "prediction_rows",
@@ -161,7 +162,8 @@ def validation_markdown(rows: list[dict]) -> str:
         cells = [str(r["n"]), _scheme_cell(r), r["mode"] or "-", _moduli_cell(r), str(r["gemms"]),
                  f"{r['predicted_s']:.3g}", f"{r['measured_s']:.3g}", f"{r['ratio']:.2f}"]
         out.append("| " + " | ".join(cells) + " |")
-    emu = [r for r in rows if r["scheme"] != "native"]
+    emu = [r for r in rows if r["scheme"] != "native" and r.get("kind") != "fft"]
+    ffts = [r for r in rows if r.get("kind") == "fft"]
     if emu:
         worst = max(emu, key=lambda r: abs(math.log(r["ratio"])))
         within = all(0.75 <= r["ratio"] <= 1.25 for r in emu)
@@ -169,6 +171,10 @@ def validation_markdown(rows: list[dict]) -> str:
         out.append(f"ozaki.dgemm: pred/meas from {min(r['ratio'] for r in emu):.2f} to "
                    f"{max(r['ratio'] for r in emu):.2f} (worst: n={worst['n']} {worst['scheme']} "
                    f"{worst['mode']}); within +-25%: {'yes' if within else 'no'}")
+    if ffts:
+        out.append("")
+        out.append("FFT (predicted from the plans: " + ", ".join(
+            f"{r['n']} {r['scheme']} {r['ratio']:.2f}" for r in ffts) + ")")
     return "\n".join(out)
 
 
@@ -252,4 +258,34 @@ def kernels_rst() -> str:
     rows = [[k.name, f"{k.flops:.4g}", f"{k.bytes:.4g}", f"{k.intensity:.4g}",
              f"{PAPER_INTENSITY[k.name]:g}", f"{k.n_out:.4g}", str(k.k), f"{k.work_ratio:.4g}"]
             for k in catalog(DEFAULT_KERNELS)]
+    return rst_table(head, rows)
+
+
+#: Devices and workloads of the FFT projection on the docs page.
+FFT_PROJECTION_GPUS: tuple[str, ...] = ("b300", "gb300", "b200", "h200", "mi355x", "rtx4090",
+                                        "paper:b300")
+FFT_PROJECTION_CASES: tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...] = (
+    ("16 x 2^20", (16, 1 << 20), (-1,)), ("256^3", (256, 256, 256), (0, 1, 2)))
+
+
+def fft_projection_rst(gpus: Sequence[str] = FFT_PROJECTION_GPUS, cases=FFT_PROJECTION_CASES) -> str:
+    """Modelled native FP64 FFT against the emulated stages of ``fft``'s plans, per device:
+    with a fused reconstruction (gamma = 0) and an unfused one (gamma estimated), fast
+    mode (:func:`tme_model.fft_projection.project_fft`; needs the ``fft`` package)."""
+    from .fft_projection import project_fft
+    from .fft_workload import fft_workload
+
+    devices = load_devices()
+    head = ["workload", "device", "substrate", "native [ms]", "native bound",
+            "emulated, gamma=0 [ms]", "winner", "emulated, gamma est. [ms]", "winner"]
+    rows = []
+    for label, shape, axes in cases:
+        w = fft_workload(shape, axes, counts=False)
+        for gpu in gpus:
+            fused, unfused = (project_fft(w, devices[gpu], Scenario(mode="fast", gamma=g))
+                              for g in (0.0, None))
+            rows.append([label, gpu, f"{fused.scheme} N={fused.moduli}", f"{fused.native_s * 1e3:.3g}",
+                         fused.native_bound, f"{fused.emulated_s * 1e3:.3g}",
+                         f"{fused.winner} ({fused.speedup:.2g}x)", f"{unfused.emulated_s * 1e3:.3g}",
+                         f"{unfused.winner} ({unfused.speedup:.2g}x)"])
     return rst_table(head, rows)

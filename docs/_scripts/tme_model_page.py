@@ -7,9 +7,10 @@ Usage (from the repository root)::
 
 Blocks between the comment lines ``.. BEGIN GENERATED: <name>`` and
 ``.. END GENERATED: <name>`` are replaced by :func:`render`;
-``docs/_generated/tme_validation.rst`` is rewritten from the stored rows and profile
-(``tme_validation.json``, ``tme_profile.json``, measured by ``tme-calibrate --validate``:
-they are not re-measured here). ``--check`` only reports what is stale (exit status 1),
+``docs/_generated/tme_validation.rst`` and ``tme_fft_validation.rst`` are rewritten from
+the stored rows and profile (``tme_validation.json``, ``tme_fft_validation.json``,
+``tme_profile.json``, measured by ``tme-calibrate --validate``: they are not
+re-measured here). ``--check`` only reports what is stale (exit status 1),
 ``--figures`` also redraws ``docs/_static/roofline-*.png`` through ``tme-plot``. Needs
 the ``[symbolic]`` extra (sympy) for the closed forms and ``[plot]`` for the figures.
 """
@@ -75,6 +76,7 @@ def render() -> dict[str, str]:
         "paper-v1": tables.paper_rst("paper-v1", ["paper:b300", "paper:r200"]),
         "devices-gamma0": tables.devices_rst(0.0),
         "devices-gamma-auto": tables.devices_rst(None),
+        "fft-projection": tables.fft_projection_rst(),
     }
 
 
@@ -84,6 +86,16 @@ def validation_table() -> str:
     from tme_model.profile_file import load_profile
 
     rows = json.loads((GENERATED / "tme_validation.json").read_text())
+    profile = load_profile(GENERATED / "tme_profile.json")
+    return tables.validation_rst(rows, restate_minima(rows, profile)) + "\n"
+
+
+def fft_validation_table() -> str:
+    """``_generated/tme_fft_validation.rst``: the stored FFT rows of ``--validate``."""
+    from tme_model.calibration import restate_minima
+    from tme_model.profile_file import load_profile
+
+    rows = json.loads((GENERATED / "tme_fft_validation.json").read_text())
     profile = load_profile(GENERATED / "tme_profile.json")
     return tables.validation_rst(rows, restate_minima(rows, profile)) + "\n"
 
@@ -119,14 +131,17 @@ def main(argv: list[str] | None = None) -> int:
     """Regenerate (or with ``--check`` verify) the page; ``--figures`` redraws figures."""
     argv = sys.argv[1:] if argv is None else argv
     text, stale = replace_blocks(PAGE.read_text(), render())
-    table, table_path = validation_table(), GENERATED / "tme_validation.rst"
-    if table_path.read_text() != table:
-        stale.append(str(table_path.relative_to(ROOT)))
+    written = {GENERATED / "tme_validation.rst": validation_table(),
+               GENERATED / "tme_fft_validation.rst": fft_validation_table()}
+    for path, table in written.items():
+        if not path.exists() or path.read_text() != table:
+            stale.append(str(path.relative_to(ROOT)))
     if "--check" in argv:
         print("stale: " + ", ".join(stale) if stale else "up to date")
         return 1 if stale else 0
     PAGE.write_text(text)
-    table_path.write_text(table)
+    for path, table in written.items():
+        path.write_text(table)
     print(f"updated {', '.join(stale) or 'nothing'}")
     if "--figures" in argv:
         from tme_model.cli import plot_main

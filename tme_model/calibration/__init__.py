@@ -31,7 +31,9 @@ them instead of hitting one), by :mod:`~tme_model.calibration.probes`:
   - fixed = f_r + f_c + f_s + the median time of a call outside its phases.
 
 :func:`validate` then times ``ozaki.dgemm`` at held-out sizes and compares it with
-:meth:`tme_model.profile.Profile.predict_gemm`; :func:`calibrate_and_validate` (the
+:meth:`tme_model.profile.Profile.predict_gemm`, and times :func:`fft.fft` and
+:func:`fft.fft2` (default and native plans, :mod:`~tme_model.calibration.fft_check`)
+against :func:`tme_model.fft_workload.predict_fft` of their plans; :func:`calibrate_and_validate` (the
 command's ``--validate`` without ``--profile``) does both in one interleaved schedule, so
 that the calibration and the held-out runs see the same load of a shared machine.  The
 moduli count of a prediction is the one ``ozaki`` chose (``info.num_moduli``: its
@@ -43,6 +45,7 @@ tqdm are imported inside the functions.  The command line is
 :func:`tme_model.cli.calibrate_main`; the tables are in :mod:`tme_model.tables`.
 """
 
+from .fft_check import FFT_CASES, QUICK_FFT_CASES
 from .fitting import RateFit, fit_rate, refit
 from .measure import calibrate, calibrate_and_validate
 from .probes import (DEFAULT_SIZES, QUICK_SIM_SIZES, QUICK_SIZES, QUICK_VALIDATION_SIZES, SIM_SIZES,
@@ -52,6 +55,8 @@ from .validation import restate, restate_minima, validate
 
 __all__ = [
     "DEFAULT_SIZES",
+    "FFT_CASES",
+    "QUICK_FFT_CASES",
     "QUICK_SIM_SIZES",
     "QUICK_SIZES",
     "QUICK_VALIDATION_SIZES",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..profile import Profile
+from .fft_check import FFT_CASES, fft_tasks
 from .fitting import fit_calibration
 from .probes import DEFAULT_SIZES, SIM_SIZES, VALIDATION_SIZES, calibration_tasks, ozaki_names, validation_tasks
 from .runner import Runner, check_statistic
@@ -53,7 +54,8 @@ def calibrate_and_validate(sizes: Sequence[int] = DEFAULT_SIZES,
                            validation_sizes: Sequence[int] = VALIDATION_SIZES, *,
                            repeats: int = 3, sim_sizes: Sequence[int] = SIM_SIZES,
                            stream_elements: int = 1 << 25, progress: bool = True,
-                           seed: int = 0, statistic: str = "median") -> tuple[Profile, list[dict]]:
+                           seed: int = 0, statistic: str = "median",
+                           fft_cases: Sequence = FFT_CASES) -> tuple[Profile, list[dict]]:
     """Calibrate and validate in one interleaved schedule.
 
     The calibration runs (at ``sizes``) and the validation runs (at
@@ -67,6 +69,8 @@ def calibrate_and_validate(sizes: Sequence[int] = DEFAULT_SIZES,
         Calibration and held-out sizes.
     repeats, sim_sizes, stream_elements, progress, seed, statistic
         As in :func:`calibrate`.
+    fft_cases : sequence of (shape, axes)
+        Held-out FFT cases (see :func:`~tme_model.calibration.validate`).
 
     Returns
     -------
@@ -78,6 +82,7 @@ def calibrate_and_validate(sizes: Sequence[int] = DEFAULT_SIZES,
     run = Runner(repeats, progress, "tme-calibrate --validate", seed)
     plan = calibration_tasks(run, sizes, sim_sizes, stream_elements, seed)
     validation_tasks(run, validation_sizes, schemes, modes, seed + 1)
+    fft_tasks(run, fft_cases, seed + 1)
     res = run.run()
     held_out = {"interleaved_with_validation": sorted({int(n) for n in validation_sizes})}
     profile = fit_calibration(res, plan, statistic, held_out)

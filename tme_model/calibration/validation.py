@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..profile import Profile
+from .fft_check import FFT_CASES, fft_prediction, fft_rows, fft_tasks
 from .fitting import bound_gemm_s, refit
 from .probes import VALIDATION_SIZES, ozaki_names, summarise_record, validation_tasks
 from .runner import Runner, check_statistic, summarise
@@ -15,9 +16,10 @@ __all__ = ["restate", "restate_minima", "validate", "validation_rows"]
 
 def validate(profile: Profile, sizes: Sequence[int] = VALIDATION_SIZES, *, repeats: int = 3,
              schemes: Sequence[str] | None = None, modes: Sequence[str] | None = None,
-             progress: bool = True, seed: int = 1, statistic: str = "median") -> list[dict]:
+             progress: bool = True, seed: int = 1, statistic: str = "median",
+             fft_cases: Sequence = FFT_CASES) -> list[dict]:
     """Time ``ozaki.dgemm`` (engine ``cpu-blas``, automatic moduli) and numpy at held-out
-    sizes and compare with the profile's predictions.
+    sizes, and FFTs, and compare with the profile's predictions.
 
     Parameters
     ----------
@@ -35,19 +37,24 @@ def validate(profile: Profile, sizes: Sequence[int] = VALIDATION_SIZES, *, repea
         Seed of the random (standard normal) operands and of the run order.
     statistic : {"median", "min"}
         How the runs of one configuration are summarised.
+    fft_cases : sequence of (shape, axes)
+        FFT cases (:data:`~.fft_check.FFT_CASES`; empty: none), each timed with the
+        default plans and with native plans (:mod:`~.fft_check`).
 
     Returns
     -------
     list of dict
         One row per (n, scheme, mode), plus ``scheme="native"`` (numpy) per n, with keys
         ``n, scheme, mode, num_moduli, gemms, predicted_s, measured_s, ratio`` (predicted
-        over measured) and the predicted and measured phases.
+        over measured) and the predicted and measured phases; then the FFT rows
+        (``kind="fft"``, :func:`~.fft_check.fft_rows`).
     """
     check_statistic(statistic)
     all_schemes, all_modes, _ = ozaki_names()
     run = Runner(repeats, progress, "tme-calibrate --validate", seed)
     validation_tasks(run, sizes, all_schemes if schemes is None else schemes,
                      all_modes if modes is None else modes, seed)
+    fft_tasks(run, fft_cases, seed)
     return validation_rows(run.run(), profile, statistic)
 
 
@@ -73,7 +80,9 @@ def restate(rows: list[dict], profile: Profile, statistic: str = "median") -> li
     out = []
     for r in rows:
         n = r["n"]
-        if r["scheme"] == "native":
+        if r.get("kind") == "fft":
+            pred = fft_prediction(r["shape"], r["axes"], r["scheme"] == "fft native", profile)[1].total_s
+        elif r["scheme"] == "native":
             pred = profile.native_gemm_s(n, n, n)
         else:
             pred = profile.predict_gemm(r["scheme"], r["num_moduli"], r["mode"], n, n, n,
@@ -91,7 +100,7 @@ def validation_rows(res: dict, profile: Profile, statistic: str) -> list[dict]:
     _, _, phase_names = ozaki_names()
     rows = []
     for key, recs in res.items():
-        if not key.startswith("v:"):
+        if not key.startswith("v:"):  # (FFT rows: vfft:, below)
             continue
         _, scheme, mode, n = key.split(":")
         n = int(n)
@@ -119,7 +128,7 @@ def validation_rows(res: dict, profile: Profile, statistic: str) -> list[dict]:
             "measured_phases": {p: r[f"t_{p}"] for p in phase_names},
         })
     rows.sort(key=lambda r: (r["n"], r["scheme"] != "native", r["scheme"], r["mode"]))
-    return rows
+    return rows + fft_rows(res, profile, statistic)
 
 
 def restate_minima(rows: list[dict], profile: Profile) -> list[dict] | None:

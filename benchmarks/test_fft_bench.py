@@ -1,0 +1,115 @@
+"""pytest-benchmark suite: :mod:`fft` against the same plans on native GEMMs and scipy.fft.
+
+Run with ``make bench`` (all of ``benchmarks/``) or
+``pytest benchmarks/test_fft_bench.py --benchmark-enable``. Each case times the
+emulated transform (default plans: fp64 scheme, fast mode, the count fixed per
+stage), the same transform with ``fft.Plan(n, native=True)`` passed as ``plan=``
+(the stages on numpy's FP64 GEMMs), and ``scipy.fft`` (``workers=-1``: all cores,
+as the emulated stages use), in rotation in the same session (median over the
+rounds after one warm-up), and records the ratios in ``extra_info`` next to
+their goals:
+
+================================  ==================  =====
+case                              baseline            goal
+================================  ==================  =====
+every case                        native plan         12x
+1-D complex, N = 2**20            ``scipy.fft.fft``   50x
+3-D complex, 128**3               ``scipy.fft.fftn``  50x
+512 x N = 4096, last axis         ``scipy.fft.fft``   100x
+================================  ==================  =====
+
+``extra_info`` also has the share of the emulated time inside the plans' stages
+(products and twiddles, from :func:`fft.stage_records` of one more call) and, when ``docs/_generated/tme_profile.json`` is
+present, the time :func:`tme_model.fft_workload.predict_fft` predicts from it.
+``OZAKI_BENCH_SMALL=1`` shrinks every case 8-64x for a quick look.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fft
+
+SMALL = os.environ.get("OZAKI_BENCH_SMALL") == "1"
+PROFILE = Path(__file__).resolve().parents[1] / "docs" / "_generated" / "tme_profile.json"
+
+#: (label, shape, axes, goal against scipy.fft); every case: 12x against the native plan.
+CASES = [
+    ("1-D N=2^20", (1 << 20,), (-1,), 50.0),
+    ("3-D 128^3", (128, 128, 128), (0, 1, 2), 50.0),
+    ("512 x N=4096", (512, 4096), (-1,), 100.0),
+] if not SMALL else [
+    ("1-D N=2^16", (1 << 16,), (-1,), 50.0),
+    ("3-D 32^3", (32, 32, 32), (0, 1, 2), 50.0),
+    ("64 x N=4096", (64, 4096), (-1,), 100.0),
+]
+NATIVE_PLAN_GOAL = 12.0
+
+
+def _wall(f) -> float:
+    t0 = time.perf_counter()
+    f()
+    return time.perf_counter() - t0
+
+
+def _rotate(fns, rounds: int) -> list[float]:
+    """Median walls of ``fns``, timed in rotation after one warm-up call each."""
+    for f in fns:
+        f()
+    walls = [[] for _ in fns]
+    for _ in range(rounds):
+        for w, f in zip(walls, fns):
+            w.append(_wall(f))
+    return [statistics.median(w) for w in walls]
+
+
+def _predicted(shape, axes) -> float | None:
+    if not PROFILE.exists():
+        return None
+    from tme_model.fft_workload import fft_workload, predict_fft
+    from tme_model.profile_file import load_profile
+
+    return predict_fft(fft_workload(shape, axes), load_profile(PROFILE)).total_s
+
+
+@pytest.mark.parametrize("label,shape,axes,scipy_goal", CASES, ids=[c[0] for c in CASES])
+def test_fft_against_baselines(benchmark, rounds, label, shape, axes, scipy_goal):
+    import scipy.fft
+
+    rng = np.random.default_rng(len(shape) * shape[-1])
+    x = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    native = [fft.Plan(shape[a], native=True) for a in axes]
+    if len(axes) == 1:
+        def ours(): return fft.fft(x, axis=axes[0])
+        def plan(): return fft.fft(x, axis=axes[0], plan=native[0])
+        def ref(): return scipy.fft.fft(x, axis=axes[0], workers=-1)
+    else:
+        def ours(): return fft.fftn(x, axes=axes)
+        def plan(): return fft.fftn(x, axes=axes, plan=native)
+        def ref(): return scipy.fft.fftn(x, axes=axes, workers=-1)
+    te, tp, ts = _rotate([ours, plan, ref], rounds)
+    with fft.stage_records() as stages:
+        ours()
+    emulated = [s for s in stages if s.gemms]
+    benchmark.group = "fft"
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+    pred = _predicted(shape, axes)
+    benchmark.extra_info.update(
+        case=label, shape=list(shape), axes=list(axes), emulated_s=te, native_plan_s=tp, scipy_s=ts,
+        ratio_native_plan=te / tp, goal_native_plan=NATIVE_PLAN_GOAL,
+        meets_native_plan_goal=bool(te / tp <= NATIVE_PLAN_GOAL),
+        ratio_scipy=te / ts, goal_scipy=scipy_goal, meets_scipy_goal=bool(te / ts <= scipy_goal),
+        radices={str(shape[a]): fft.get_plan(shape[a]).radices for a in axes},
+        gemms=sum(s.gemms for s in emulated), num_moduli=sorted({s.num_moduli for s in emulated}),
+        stage_share=sum(s.seconds for s in stages) / max(te, 1e-12),
+        predicted_s=pred, predicted_over_measured=None if pred is None else pred / te)
+    # the three agree (the emulated transform is the accurate one; this checks the setup)
+    y, yp, ys = ours(), plan(), ref()
+    scale = np.linalg.norm(ys)
+    assert np.linalg.norm(y - ys) <= 1e-13 * scale and np.linalg.norm(yp - ys) <= 1e-12 * scale
