@@ -13,7 +13,7 @@ $(VENV)/.stamp-base: setup.cfg pyproject.toml
 	touch $@
 
 $(VENV)/.stamp-test: $(VENV)/.stamp-base
-	$(PIP) install -q -e ".[test,docs]"
+	$(PIP) install -q -e ".[test,docs,mpi]"
 	touch $@
 
 demo: $(VENV)/.stamp-base

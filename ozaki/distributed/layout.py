@@ -1,0 +1,176 @@
+"""A P x Q process grid and the 2-D block distribution of a matrix over it.
+
+**Grid.** Rank ``r`` of the communicator sits at ``(p, q) = divmod(r, Q)`` (row-major);
+``row`` is the communicator of its process row (the ``Q`` ranks with the same ``p``,
+ordered by ``q``), ``col`` that of its process column (ordered by ``p``).
+
+**Layout.** A global ``M x N`` matrix is cut into ``P`` row blocks and ``Q`` column
+blocks as evenly as possible: block ``p`` holds rows ``[r_p, r_{p+1})`` with
+``r_p = p (M // P) + min(p, M % P)`` (the first ``M % P`` blocks one row longer), and
+likewise for columns. Rank ``(p, q)`` holds block ``(p, q)`` as a C-ordered float64
+array, possibly empty (more processes than rows). Every rank knows the whole layout
+from ``(M, N, P, Q)``: no communication is needed to find who holds what.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Grid", "make_grid", "bounds", "DistributedMatrix", "scatter", "gather"]
+
+
+def _mpi():
+    try:
+        from mpi4py import MPI
+    except ImportError:  # pragma: no cover - exercised where the extra is missing
+        raise ImportError("ozaki.distributed needs mpi4py: pip install 'ozaki-emu[mpi]'"
+                          ) from None
+    return MPI
+
+
+def bounds(size: int, parts: int) -> np.ndarray:
+    """Block boundaries ``[b_0 = 0, ..., b_parts = size]`` of the even block cut."""
+    i = np.arange(parts + 1, dtype=np.int64)
+    return i * (size // parts) + np.minimum(i, size % parts)
+
+
+class Grid:
+    """A ``P x Q`` grid over an MPI communicator (see the module docstring).
+
+    Attributes
+    ----------
+    comm, row, col : mpi4py.MPI.Comm
+        The whole grid, this rank's process row, its process column.
+    P, Q, p, q : int
+    """
+
+    def __init__(self, comm, P: int, Q: int):
+        for v, name in ((P, "P"), (Q, "Q")):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if comm.Get_size() != P * Q:
+            raise ValueError(f"a {P} x {Q} grid needs {P * Q} processes, the communicator "
+                             f"has {comm.Get_size()}")
+        self.comm, self.P, self.Q = comm, int(P), int(Q)
+        self.p, self.q = divmod(comm.Get_rank(), self.Q)
+        self.row = comm.Split(self.p, self.q)
+        self.col = comm.Split(self.q, self.p)
+
+    def __repr__(self) -> str:
+        return f"Grid({self.P} x {self.Q}, rank ({self.p}, {self.q}))"
+
+    @property
+    def rank(self) -> int:
+        return self.comm.Get_rank()
+
+
+def make_grid(shape: tuple[int, int] | str | None = None, comm=None) -> Grid:
+    """A grid of ``shape`` (``(P, Q)`` or ``"PxQ"``; default: as square as the size allows).
+
+    ``comm`` defaults to ``MPI.COMM_WORLD``. A size that does not fit raises
+    ``ValueError`` on every rank (each rank checks the same numbers: no hang).
+    """
+    MPI = _mpi()
+    comm = MPI.COMM_WORLD if comm is None else comm
+    size = comm.Get_size()
+    if shape is None:
+        P = max(d for d in range(1, int(size ** 0.5) + 1) if size % d == 0)
+        shape = (P, size // P)
+    elif isinstance(shape, str):
+        try:
+            shape = tuple(int(v) for v in shape.lower().split("x"))
+        except ValueError:
+            raise ValueError(f"grid must look like '2x2', got {shape!r}") from None
+        if len(shape) != 2:
+            raise ValueError(f"grid must look like '2x2', got {shape!r}")
+    P, Q = shape
+    return Grid(comm, P, Q)
+
+
+@dataclass
+class DistributedMatrix:
+    """This rank's block of a global ``shape`` matrix block-distributed over ``grid``.
+
+    Attributes
+    ----------
+    local : ndarray, float64, C order
+        Block ``(grid.p, grid.q)``: rows ``rows`` and columns ``cols`` of the whole.
+    shape : tuple of int
+        The global shape ``(M, N)``.
+    grid : Grid
+    """
+
+    local: np.ndarray
+    shape: tuple[int, int]
+    grid: Grid
+
+    def __post_init__(self):
+        M, N = self.shape
+        want = (len(range(*self.rows)), len(range(*self.cols)))
+        if self.local.shape != want:
+            raise ValueError(f"rank ({self.grid.p}, {self.grid.q}) must hold a {want} block of "
+                             f"the {M} x {N} matrix, got {self.local.shape}")
+
+    @property
+    def rows(self) -> tuple[int, int]:
+        b = bounds(self.shape[0], self.grid.P)
+        return int(b[self.grid.p]), int(b[self.grid.p + 1])
+
+    @property
+    def cols(self) -> tuple[int, int]:
+        b = bounds(self.shape[1], self.grid.Q)
+        return int(b[self.grid.q]), int(b[self.grid.q + 1])
+
+
+def scatter(A: Any, grid: Grid, root: int = 0, shape: tuple[int, int] | None = None
+            ) -> DistributedMatrix:
+    """Distribute the matrix ``A`` held by ``root`` (other ranks pass ``None`` and ``shape``
+    or ``None``: the shape is broadcast).
+
+    Returns this rank's :class:`DistributedMatrix` (a copy; ``A`` is not modified).
+    """
+    comm = grid.comm
+    error = None
+    if comm.Get_rank() == root:
+        from ..arguments import operand
+        try:
+            A = np.ascontiguousarray(operand(A, "A", complex_ok=False))
+            shape = A.shape
+        except (TypeError, ValueError) as exc:
+            error = exc
+    shape, error = comm.bcast((shape, error), root=root)  # every rank raises the same error
+    if error is not None:
+        raise type(error)(str(error))
+    shape = tuple(shape)
+    M, N = shape
+    rb, cb = bounds(M, grid.P), bounds(N, grid.Q)
+    if comm.Get_rank() == root:
+        for r in range(comm.Get_size()):
+            p, q = divmod(r, grid.Q)
+            block = np.ascontiguousarray(A[rb[p]:rb[p + 1], cb[q]:cb[q + 1]])
+            if r == root:
+                mine = block.copy()
+            else:
+                comm.Send(block, dest=r, tag=7)
+    else:
+        mine = np.empty((rb[grid.p + 1] - rb[grid.p], cb[grid.q + 1] - cb[grid.q]))
+        comm.Recv(mine, source=root, tag=7)
+    return DistributedMatrix(mine, shape, grid)
+
+
+def gather(D: DistributedMatrix, root: int | None = 0) -> np.ndarray | None:
+    """The whole matrix on ``root`` (``None`` elsewhere); ``root=None``: on every rank."""
+    grid, comm = D.grid, D.grid.comm
+    M, N = D.shape
+    rb, cb = bounds(M, grid.P), bounds(N, grid.Q)
+    blocks = comm.allgather(D.local) if root is None else comm.gather(D.local, root=root)
+    if blocks is None:
+        return None
+    out = np.empty((M, N))
+    for r, block in enumerate(blocks):
+        p, q = divmod(r, grid.Q)
+        out[rb[p]:rb[p + 1], cb[q]:cb[q + 1]] = block
+    return out

@@ -1,0 +1,101 @@
+"""Run under ``mpiexec -n 4``: distributed.dgemm against serial ozaki.dgemm, bit for bit.
+
+Prints one line per case on rank 0 and ``ALL OK`` at the end; any mismatch raises
+(the exit status is non-zero and mpiexec stops the other ranks).
+"""
+
+import numpy as np
+from mpi4py import MPI
+
+import ozaki
+from ozaki import distributed
+
+world = MPI.COMM_WORLD
+rank = world.Get_rank()
+
+
+def same(a, b):
+    return a.shape == b.shape and np.array_equal(a.view(np.int64), b.view(np.int64))
+
+
+def case(name, A, B, shape, sub=None, **kw):
+    comm = world if sub is None else sub
+    if comm == MPI.COMM_NULL:
+        return
+    grid = distributed.make_grid(shape, comm)
+    dA = distributed.scatter(A if comm.Get_rank() == 0 else None, grid)
+    dB = distributed.scatter(B if comm.Get_rank() == 0 else None, grid)
+    want, winfo = ozaki.dgemm(A, B, mode="fast", return_info=True,
+                              **{k: v for k, v in kw.items() if k != "panel"})
+    C, info = distributed.dgemm(dA, dB, return_info=True, **kw)
+    got = distributed.gather(C, root=None)
+    assert same(got, want), f"{name} {shape}: {int((got != want).sum())} entries differ"
+    for f in ("num_moduli", "gemms", "uncertified", "fallback", "fallback_entries",
+              "fallback_block", "exact_entries", "max_bound_ratio", "bound_kind"):
+        assert getattr(info, f) == getattr(winfo, f), (name, shape, f, getattr(info, f),
+                                                       getattr(winfo, f))
+    if kw.get("bounds"):
+        eb = distributed.gather(distributed.DistributedMatrix(info.error_bound, want.shape, grid),
+                                root=None)
+        assert same(eb, winfo.error_bound), f"{name}: bounds differ"
+    if comm.Get_rank() == 0:
+        print(f"ok {name} grid={shape} N={info.num_moduli} fallback={info.fallback_entries}",
+              flush=True)
+
+
+rng = np.random.default_rng(12)
+A = rng.standard_normal((37, 53)) * np.exp2(rng.integers(-20, 20, (37, 1)))
+B = rng.standard_normal((53, 29))
+one = world.Split(0 if rank == 0 else MPI.UNDEFINED, 0)
+for shape in [(2, 2), (1, 4), (4, 1)]:
+    for panel in (5, 512):
+        case(f"normal panel={panel}", A, B, shape, panel=panel)
+case("normal", A, B, (1, 1), sub=one)
+case("more ranks than rows", A[:3], B, (4, 1))
+case("int8", A, B, (2, 2), scheme="int8", panel=16)
+case("fp8 on its engine", A, B, (2, 2), scheme="fp8", engine="cpu-fp8")
+case("explicit count", A, B, (2, 2), num_moduli=4)
+wide = np.exp2(rng.integers(-60, 60, (53, 29))) * rng.standard_normal((53, 29))
+case("fallback", A, wide, (2, 2), num_moduli=2, fallback="exact", panel=8)
+case("bounds", A, B, (1, 4), bounds=True)
+S = A.copy(); S[3, 5] = np.inf; S[10, 0] = np.nan
+case("non-finite", S, B, (2, 2))
+H = A.copy(); H[0] = 1e300
+case("overflow guard", H, B * 1e10, (2, 2))
+case("empty", A[:, :0], B[:0], (2, 2))
+try:
+    distributed.make_grid((3, 1), world)
+except ValueError as exc:
+    assert "needs 3 processes" in str(exc)
+else:
+    raise AssertionError("a 3 x 1 grid on 4 ranks was accepted")
+
+
+def raises(kind, text, f):
+    try:
+        f()
+    except kind as exc:
+        assert text in str(exc), (text, str(exc))
+    else:
+        raise AssertionError(f"no {kind.__name__} ({text})")
+
+
+grid = distributed.make_grid((2, 2), world)
+dA = distributed.scatter(A if rank == 0 else None, grid)
+dB = distributed.scatter(B[:50] if rank == 0 else None, grid)
+raises(ValueError, "inner dimensions differ", lambda: distributed.dgemm(dA, dB))
+dB = distributed.scatter(B if rank == 0 else None, grid)
+raises(NotImplementedError, "accurate mode", lambda: distributed.dgemm(dA, dB, mode="accurate"))
+raises(ValueError, "panel must be", lambda: distributed.dgemm(dA, dB, panel=0))
+shape = (8, 8) if rank == 0 else (12, 8)  # the ranks disagree on the global shape
+r = distributed.bounds(shape[0], 2)
+mixed = distributed.DistributedMatrix(np.zeros((r[grid.p + 1] - r[grid.p], 4)), shape, grid)
+raises(ValueError, "disagree", lambda: distributed.dgemm(mixed, mixed))
+raises(ValueError, "must hold a", lambda: distributed.DistributedMatrix(np.zeros((1, 1)),
+                                                                        (8, 8), grid))
+if rank == 0:
+    raises(TypeError, "must be", lambda: distributed.scatter("x", grid))
+else:
+    raises(TypeError, "must be", lambda: distributed.scatter(None, grid))
+if rank == 0:
+    print("ALL OK", flush=True)
