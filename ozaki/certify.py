@@ -54,7 +54,7 @@ import numpy as np
 from . import bounds, scaling
 from .moduli import crt_plan, plan_terms
 
-__all__ = ["CertificationError", "Certificate", "Refinement", "accurate_shifts",
+__all__ = ["CertificationError", "Certificate", "Refinement", "Whole", "WHOLE", "accurate_shifts",
            "componentwise", "Normwise", "normwise_ratio", "normwise_entries", "explain"]
 
 U = 2.0 ** -53
@@ -100,7 +100,37 @@ class Certificate:
                            np.where(cond, other.uncertified, self.uncertified), self.kind)
 
 
-def accurate_shifts(backend, G, rF, cF, nA, nB, H, tie=None, mu=None):
+class Whole:
+    """The reductions of a product held whole: none (every method is the identity).
+
+    The accurate-mode decisions read, besides per-entry data, maxima over a
+    row's columns (``row_max``), over a column's rows (``col_max``), and totals
+    (``max``, ``sum``; the rows and columns holding a failure, ``row_any``,
+    ``col_any``, and their numbers, ``count_rows``, ``count_cols``). A product
+    cut into blocks (:mod:`ozaki.distributed`) passes an object with the same
+    methods that reduces them over the other blocks (MAX, OR and exact SUM, so
+    the order does not matter), and ``lines(m, n)`` gives the whole's shape.
+    """
+
+    def row_max(self, x):
+        return x
+
+    col_max = row_max
+    row_any = row_max
+    col_any = row_max
+    max = row_max
+    sum = row_max
+    count_rows = row_max
+    count_cols = row_max
+
+    def lines(self, m: int, n: int) -> tuple[int, int]:
+        return m, n
+
+
+WHOLE = Whole()
+
+
+def accurate_shifts(backend, G, rF, cF, nA, nB, H, tie=None, mu=None, reduce: Whole = WHOLE):
     """``(sigma, tau)`` from the floor GEMM ``G`` (:mod:`ozaki.scaling`), per slice.
 
     ``H`` (b,) per slice; ``tie(sigma, tau)``, when given, ties shifts that must
@@ -109,16 +139,16 @@ def accurate_shifts(backend, G, rF, cF, nA, nB, H, tie=None, mu=None):
     of ``U`` (they do not depend on the count), may be passed in.
     """
     if mu is None:
-        mu = backend.upper_rowmax(G, rF, cF, nA, nB)
+        mu = reduce.row_max(backend.upper_rowmax(G, rF, cF, nA, nB))
     sigma = scaling.half_fit(mu, H[:, None])
-    nu = backend.upper_scaled_colmax(G, rF, cF, nA, nB, sigma)
+    nu = reduce.col_max(backend.upper_scaled_colmax(G, rF, cF, nA, nB, sigma))
     tau = scaling.fit(nu, H[:, None])
     return (sigma, tau) if tie is None else tie(sigma, tau)
 
 
 def componentwise(backend, G, rF, cF, nA, nB, e, f, scheme: str, counts, *, ratio=None,
                   bound=None, sigma=None, tau=None, tie=None, mu=None,
-                  probe: bool = False) -> Certificate:
+                  probe: bool = False, reduce: Whole = WHOLE) -> Certificate:
     """Shifts for ``counts`` (b,) and their componentwise certificate (accurate mode).
 
     ``G`` is the floor GEMM (b, m, n), ``rF``/``cF`` the row/column sums of the
@@ -127,18 +157,20 @@ def componentwise(backend, G, rF, cF, nA, nB, e, f, scheme: str, counts, *, rati
     from ``G``); ``ratio`` and ``bound`` (b, m, n) receive the per-entry ratio
     and absolute bound. ``probe`` asks only whether each slice certifies (its
     ``uncertified`` is then nonzero iff not, and its ``max_ratio`` a lower bound).
+    ``reduce`` combines the blocks of a distributed product (:class:`Whole`).
     """
     H, R, g2 = plan_terms(scheme, counts)
     if sigma is None:
-        sigma, tau = accurate_shifts(backend, G, rF, cF, nA, nB, H, tie, mu)
+        sigma, tau = accurate_shifts(backend, G, rF, cF, nA, nB, H, tie, mu, reduce)
     empty = np.zeros((0, 0, 0))
     with backend.lock:
         rowmax, rowfail = bounds.componentwise_ratios(
             G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, _SAFETY,
             empty if ratio is None else ratio, empty if bound is None else bound,
             bool(probe and ratio is None and bound is None))
-    return Certificate(np.asarray(counts), sigma, tau, rowmax.max(axis=1, initial=0.0),
-                       rowfail.sum(axis=1), "componentwise")
+    return Certificate(np.asarray(counts), sigma, tau,
+                       reduce.max(rowmax.max(axis=1, initial=0.0)),
+                       reduce.sum(rowfail.sum(axis=1)), "componentwise")
 
 
 @dataclass

@@ -254,7 +254,7 @@ def refinement(backend, A, B, rows, cols, la: Lines, lb: Lines, k, rF, cF, nA, n
 
 def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, scheme: str,
                     k: int, num_moduli, policy: str, want_bound: bool, operands, start: int,
-                    tie=None) -> Decision:
+                    tie=None, reduce: certify.Whole = certify.WHOLE) -> Decision:
     """Shifts, counts and certificate in accurate mode, for ``b`` slices at once.
 
     All slices walk from the starting count together (down while certified, up
@@ -264,6 +264,9 @@ def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, sche
     this count, and for ``"auto"`` more moduli may too; it refines when the
     block costs less than the extra moduli the coarse bound needs.
     ``operands(g) -> (A_g, B_g)`` gives a slice's matrices for the refinement.
+    ``reduce`` combines the blocks of a distributed product
+    (:class:`ozaki.certify.Whole`): every outcome (counts, whether and where to
+    refine, failure counts) is then the whole product's, on every block.
     """
     m, n = bd.G.shape[1:]
 
@@ -275,13 +278,14 @@ def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, sche
     auto = num_moduli == "auto"
     count0 = start if auto else num_moduli
 
-    mu = backend.upper_rowmax(bd.G, rF, cF, nA, nB)  # the same for every count
+    mu = reduce.row_max(backend.upper_rowmax(bd.G, rF, cF, nA, nB))  # the same for every count
 
     def evaluate(counts, g=None, **kw):
         data, mu_g = (bd.G, rF, cF, nA, nB, e, f), mu
         if g is not None:
             data, mu_g = tuple(_slice(x, g) for x in data), _slice(mu, g)
-        return certify.componentwise(backend, *data, scheme, counts, tie=tie, mu=mu_g, **kw)
+        return certify.componentwise(backend, *data, scheme, counts, tie=tie, mu=mu_g,
+                                     reduce=reduce, **kw)
 
     first = evaluate(np.full(b, count0, np.int64))
     cert = choose_counts(evaluate, scheme, first.num_moduli, first=first) if auto else first
@@ -291,22 +295,24 @@ def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, sche
         ratio = np.empty((1, m, n))
         evaluate(np.array([count0]), g, ratio=ratio)
         fail = ratio[0] > 1
-        rows, cols = np.flatnonzero(fail.any(axis=1)), np.flatnonzero(fail.any(axis=0))
+        rows = np.flatnonzero(reduce.row_any(fail.any(axis=1)))
+        cols = np.flatnonzero(reduce.col_any(fail.any(axis=0)))
+        nr, nc = reduce.count_rows(len(rows)), reduce.count_cols(len(cols))
         extra = cert.num_moduli[g] - count0 if not cert.uncertified[g] else np.inf
-        if not auto or 2 * len(rows) * len(cols) <= extra * m * n:
+        if not auto or 2 * nr * nc <= extra * np.prod(reduce.lines(m, n)):
             A_g, B_g = operands(g)
             ref = refinement(backend, A_g, B_g, rows, cols, _lines(la, g, b), _lines(lb, g, b),
                              k, rF[g], cF[g], nA[g], nB[g])
             refines[g] = ref
             gemms += 2
-            refined = (refined[0] + len(rows), refined[1] + len(cols))
+            refined = (refined[0] + nr, refined[1] + nc)
 
             def final(counts, g=g, ref=ref, probe=False):
                 r1 = np.empty((1, m, n))
                 c = evaluate(counts, g, ratio=r1)
                 plan = crt_plan(scheme, int(counts[0]))
-                c.max_ratio[0], c.uncertified[0] = ref.certify(c.sigma[0], c.tau[0], e[g],
-                                                               f[g], plan, r1[0])
+                top, fails = ref.certify(c.sigma[0], c.tau[0], e[g], f[g], plan, r1[0])
+                c.max_ratio[0], c.uncertified[0] = reduce.max(top), reduce.sum(fails)
                 return c
 
             # failures only shrink as the count grows
@@ -320,9 +326,9 @@ def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, sche
         cert = evaluate(cert.num_moduli, ratio=ratio, bound=bound)
         for g, ref in refines.items():
             plan = crt_plan(scheme, int(cert.num_moduli[g]))
-            cert.max_ratio[g], cert.uncertified[g] = ref.certify(
-                cert.sigma[g], cert.tau[g], e[g], f[g], plan, ratio[g],
-                None if bound is None else bound[g])
+            top, fails = ref.certify(cert.sigma[g], cert.tau[g], e[g], f[g], plan, ratio[g],
+                                     None if bound is None else bound[g])
+            cert.max_ratio[g], cert.uncertified[g] = reduce.max(top), reduce.sum(fails)
         mask = ratio > 1
     return Decision(cert.num_moduli, e + cert.sigma, f + cert.tau, mask, bound,
                     cert.max_ratio, cert.uncertified, "componentwise", gemms, refined)

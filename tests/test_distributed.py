@@ -49,8 +49,13 @@ def test_dgemm_bitwise_equal_to_serial_on_every_grid():
     assert "ALL OK" in out
     for grid in ("(2, 2)", "(1, 4)", "(4, 1)", "(1, 1)"):
         assert f"grid={grid}" in out
-    line = next(x for x in out.splitlines() if x.startswith("ok fallback"))
-    assert int(line.rsplit("fallback=", 1)[1]) > 0  # the case exercised the exact fallback
+    for mode in ("accurate", "fast"):
+        assert out.count(f"mode={mode}") >= 20
+    fell = [x for x in out.splitlines() if x.startswith("ok fallback")]
+    assert fell and all(int(x.rsplit("fallback=", 1)[1]) > 0 for x in fell)  # exercised
+    part = next(x for x in out.splitlines() if x.startswith("ok partial refinement fp64")
+                and "mode=accurate" in x)
+    assert "refined=(0, 0)" not in part and "refined=(40, 40)" not in part  # a sub-block
 
 
 def test_import_ozaki_does_not_import_mpi4py():

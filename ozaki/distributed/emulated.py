@@ -5,12 +5,14 @@ The phases of :mod:`ozaki.pipeline`, with collectives between them:
 1. **Decisions from exact data.** Each rank forms the line data of its blocks
    (:class:`ozaki.decisions.Lines`: MAX of the exponents, OR of the non-finite flags,
    SUM of the nonzeros) and reduces them along its process row (rows of ``A``) and
-   column (columns of ``B``); then the fast-mode norm sums (exact int64 SUMs) at the
-   exponents of the whole lines. The per-line data of all rows and columns, O(m + n),
-   is gathered to every rank, which runs the serial decision on it: every rank holds
-   the whole product's count and shifts. Only the per-entry certificate of a block
-   (when the separable one fails, or bounds are wanted) is local; its failure count
-   is an exact SUM and its largest ratio a MAX over the grid.
+   column (columns of ``B``). *Fast mode*: the norm sums (exact int64 SUMs) at the
+   exponents of the whole lines; the per-line data of all rows and columns, O(m + n),
+   is gathered to every rank, which runs the serial decision on it; only the per-entry
+   certificate of a block (when the separable one fails, or bounds are wanted) is local,
+   its failure count an exact SUM and its largest ratio a MAX over the grid. *Accurate
+   mode* (:mod:`ozaki.distributed.accurate`): the floor GEMM by a SUMMA of the floor
+   panels (exact integers), then the serial decision on the rank's block with every
+   maximum, total and refinement choice reduced over the grid.
 2. **SUMMA on residues.** For each k-panel (the union of ``A``'s column and ``B``'s row
    block boundaries, cut to ``panel`` columns), the owners broadcast the FP64 panels
    along the process row and column (the bytes of a native SUMMA); each rank forms the
@@ -186,7 +188,7 @@ def _check(A, B, MPI):
 
 
 def dgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
-          num_moduli="auto", mode: str = "fast", engine="auto", fallback=None,
+          num_moduli="auto", mode: str = "accurate", engine="auto", fallback=None,
           panel: int = 512, return_info: bool = False, bounds: bool = False):
     """``C = A @ B`` over the grid, bitwise equal to ``ozaki.dgemm`` on the whole matrices.
 
@@ -196,9 +198,10 @@ def dgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
     B : DistributedMatrix, global shape (K, N), on the same grid
     scheme, num_moduli, engine, fallback
         As in :func:`ozaki.dgemm`.
-    mode : {"fast"}
-        Fast mode (normwise certificate). Accurate mode is not distributed yet
-        (``NotImplementedError``).
+    mode : {"accurate", "fast"}
+        As in :func:`ozaki.dgemm`: accurate mode's decisions are reduced over the grid
+        as :mod:`ozaki.distributed.accurate` lists, fast mode's from the gathered line
+        data.
     panel : int
         Largest k-panel width of the SUMMA (any width gives the same bits).
     return_info, bounds
@@ -215,9 +218,6 @@ def dgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
     """
     MPI = __import__("mpi4py.MPI", fromlist=["MPI"])
     grid, M, K, N = _check(A, B, MPI)
-    if mode == "accurate":
-        raise NotImplementedError("distributed accurate mode is not implemented yet: use "
-                                  "mode='fast' (its bits equal ozaki.dgemm(..., mode='fast'))")
     if isinstance(panel, bool) or not isinstance(panel, (int, np.integer)) or panel < 1:
         raise ValueError(f"panel must be a positive integer, got {panel!r}")
     from ..front import _options
@@ -227,7 +227,8 @@ def dgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
     (m0, m1), (n0, n1) = A.rows, B.cols
     if M == 0 or N == 0 or K == 0:
         count = auto_num_moduli(opts.scheme, K) if opts.num_moduli == "auto" else opts.num_moduli
-        info = OzakiInfo(opts.scheme, count, opts.mode, opts.engine.name, bound_kind="normwise")
+        info = OzakiInfo(opts.scheme, count, opts.mode, opts.engine.name,
+                         bound_kind="normwise" if opts.mode == "fast" else "componentwise")
         info.slice_moduli = np.full(1, count)
         if opts.want_bound:
             info.error_bound = np.zeros((m1 - m0, n1 - n0))
@@ -238,9 +239,13 @@ def dgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
     ob = Operand(np.ascontiguousarray(B.local)[None], 1)
     tr = Traffic()
     la, lb = _lines(oa, backend, grid.row, MPI, tr), _lines(ob, backend, grid.col, MPI, tr)
-    na = _norms(oa, la, K, backend, grid.row, MPI, tr)
-    nb = _norms(ob, lb, K, backend, grid.col, MPI, tr)
-    dec = _decide(grid, la, na, lb, nb, K, opts, MPI, (m0, m1), (n0, n1), tr)
+    if opts.mode == "accurate":
+        from .accurate import decide_accurate
+        dec = decide_accurate(A, B, la, lb, opts, int(panel), tr)
+    else:
+        na = _norms(oa, la, K, backend, grid.row, MPI, tr)
+        nb = _norms(ob, lb, K, backend, grid.col, MPI, tr)
+        dec = _decide(grid, la, na, lb, nb, K, opts, MPI, (m0, m1), (n0, n1), tr)
     N_mod = int(dec.counts[0])
     info = OzakiInfo(opts.scheme, N_mod, opts.mode, opts.engine.name)
     info.slice_moduli = dec.counts
@@ -249,6 +254,8 @@ def dgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
     info.uncertified = int(dec.uncertified.sum())
     info.error_bound = dec.bound
     info.gemms = sum(gemms_per_modulus(opts.engine, p) for p in MODULI[opts.scheme][:N_mod])
+    info.refined_block = dec.refined
+    info.gemms += dec.gemms if opts.mode == "accurate" else 0
     if info.uncertified and opts.policy == "raise":
         raise CertificationError(explain(dec, opts.scheme, opts.mode))
     info.seconds["scaling"] += time.perf_counter() - t0

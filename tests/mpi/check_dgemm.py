@@ -25,13 +25,14 @@ def case(name, A, B, shape, sub=None, **kw):
     grid = distributed.make_grid(shape, comm)
     dA = distributed.scatter(A if comm.Get_rank() == 0 else None, grid)
     dB = distributed.scatter(B if comm.Get_rank() == 0 else None, grid)
-    want, winfo = ozaki.dgemm(A, B, mode="fast", return_info=True,
+    want, winfo = ozaki.dgemm(A, B, return_info=True,
                               **{k: v for k, v in kw.items() if k != "panel"})
     C, info = distributed.dgemm(dA, dB, return_info=True, **kw)
     got = distributed.gather(C, root=None)
     assert same(got, want), f"{name} {shape}: {int((got != want).sum())} entries differ"
     for f in ("num_moduli", "gemms", "uncertified", "fallback", "fallback_entries",
-              "fallback_block", "exact_entries", "max_bound_ratio", "bound_kind"):
+              "fallback_block", "exact_entries", "max_bound_ratio", "bound_kind",
+              "refined_block", "mode"):
         assert getattr(info, f) == getattr(winfo, f), (name, shape, f, getattr(info, f),
                                                        getattr(winfo, f))
     if kw.get("bounds"):
@@ -39,36 +40,46 @@ def case(name, A, B, shape, sub=None, **kw):
                                 root=None)
         assert same(eb, winfo.error_bound), f"{name}: bounds differ"
     if comm.Get_rank() == 0:
-        print(f"ok {name} grid={shape} N={info.num_moduli} fallback={info.fallback_entries}",
-              flush=True)
+        print(f"ok {name} grid={shape} mode={info.mode} N={info.num_moduli} "
+              f"refined={info.refined_block} fallback={info.fallback_entries}", flush=True)
 
 
 rng = np.random.default_rng(12)
-A = rng.standard_normal((37, 53)) * np.exp2(rng.integers(-20, 20, (37, 1)))
-B = rng.standard_normal((53, 29))
-one = world.Split(0 if rank == 0 else MPI.UNDEFINED, 0)
-for shape in [(2, 2), (1, 4), (4, 1)]:
-    for panel in (5, 512):
-        case(f"normal panel={panel}", A, B, shape, panel=panel)
-case("normal", A, B, (1, 1), sub=one)
-case("more ranks than rows", A[:3], B, (4, 1))
-case("int8", A, B, (2, 2), scheme="int8", panel=16)
-case("fp8 on its engine", A, B, (2, 2), scheme="fp8", engine="cpu-fp8")
-case("explicit count", A, B, (2, 2), num_moduli=4)
-wide = np.exp2(rng.integers(-60, 60, (53, 29))) * rng.standard_normal((53, 29))
-case("fallback", A, wide, (2, 2), num_moduli=2, fallback="exact", panel=8)
-case("bounds", A, B, (1, 4), bounds=True)
-S = A.copy(); S[3, 5] = np.inf; S[10, 0] = np.nan
-case("non-finite", S, B, (2, 2))
-H = A.copy(); H[0] = 1e300
-case("overflow guard", H, B * 1e10, (2, 2))
-case("empty", A[:, :0], B[:0], (2, 2))
-try:
-    distributed.make_grid((3, 1), world)
-except ValueError as exc:
-    assert "needs 3 processes" in str(exc)
-else:
-    raise AssertionError("a 3 x 1 grid on 4 ranks was accepted")
+for mode in ("accurate", "fast"):
+    A = rng.standard_normal((37, 53)) * np.exp2(rng.integers(-20, 20, (37, 1)))
+    B = rng.standard_normal((53, 29))
+    one = world.Split(0 if rank == 0 else MPI.UNDEFINED, 0)
+    for shape in [(2, 2), (1, 4), (4, 1)]:
+        for panel in (5, 512):
+            case(f"normal panel={panel}", A, B, shape, panel=panel, mode=mode)
+    case("normal", A, B, (1, 1), sub=one, mode=mode)
+    case("more ranks than rows", A[:3], B, (4, 1), mode=mode)
+    case("int8", A, B, (2, 2), scheme="int8", panel=16, mode=mode)
+    case("fp8 on its engine", A, B, (2, 2), scheme="fp8", engine="cpu-fp8", mode=mode)
+    case("explicit count", A, B, (2, 2), num_moduli=4, mode=mode)
+    wide = np.exp2(rng.integers(-60, 60, (53, 29))) * rng.standard_normal((53, 29))
+    case("fallback", A, wide, (2, 2), num_moduli=2, fallback="exact", panel=8, mode=mode)
+    case("bounds", A, B, (1, 4), bounds=True, mode=mode)
+    S = A.copy(); S[3, 5] = np.inf; S[10, 0] = np.nan
+    case("non-finite", S, B, (2, 2), mode=mode)
+    H = A.copy(); H[0] = 1e300
+    case("overflow guard", H, B * 1e10, (2, 2), mode=mode)
+    case("empty", A[:, :0], B[:0], (2, 2), mode=mode)
+    P = rng.standard_normal((40, 40)); Q = rng.standard_normal((40, 40))
+    rows, cols = rng.choice(40, 3, replace=False), rng.choice(40, 4, replace=False)
+    P[rows] = np.eye(40)[rows] * np.exp2(rng.integers(-30, 30, (3, 1)))
+    Q[:, cols] = np.eye(40)[:, cols]  # identity lines: a refined block inside the product
+    for scheme in ("fp64", "int8"):
+        case(f"partial refinement {scheme}", P, Q, (2, 2), scheme=scheme, panel=9, mode=mode)
+    I = np.eye(40) * np.exp2(rng.integers(-30, 30, 40))[:, None]  # structural zeros
+    case("refinement", I, np.eye(40) + np.diag(np.full(39, 1e-9), 1), (2, 2), scheme="fp8",
+         engine="cpu-fp8", panel=7, mode=mode)
+    try:
+        distributed.make_grid((3, 1), world)
+    except ValueError as exc:
+        assert "needs 3 processes" in str(exc)
+    else:
+        raise AssertionError("a 3 x 1 grid on 4 ranks was accepted")
 
 
 def raises(kind, text, f):
@@ -85,7 +96,7 @@ dA = distributed.scatter(A if rank == 0 else None, grid)
 dB = distributed.scatter(B[:50] if rank == 0 else None, grid)
 raises(ValueError, "inner dimensions differ", lambda: distributed.dgemm(dA, dB))
 dB = distributed.scatter(B if rank == 0 else None, grid)
-raises(NotImplementedError, "accurate mode", lambda: distributed.dgemm(dA, dB, mode="accurate"))
+raises(ValueError, "mode", lambda: distributed.dgemm(dA, dB, mode="exact"))
 raises(ValueError, "panel must be", lambda: distributed.dgemm(dA, dB, panel=0))
 shape = (8, 8) if rank == 0 else (12, 8)  # the ranks disagree on the global shape
 r = distributed.bounds(shape[0], 2)
