@@ -63,3 +63,12 @@ def test_import_ozaki_does_not_import_mpi4py():
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, cwd=str(HERE.parent))
     assert got.stdout.strip() == "False"
+
+
+def test_zgemm_bitwise_equal_to_serial():
+    out = launch("check_zgemm.py")
+    assert "ALL OK" in out
+    for mode, gemms in (("accurate", 19), ("fast", 18)):  # 3 products per modulus (+ bound)
+        assert f"ok complex grid=(2, 2) mode={mode} N=6 gemms={gemms}" in out
+    fell = [x for x in out.splitlines() if x.startswith("ok fallback")]
+    assert len(fell) == 2 and all(int(x.rsplit("fallback=", 1)[1]) > 0 for x in fell)

@@ -6,12 +6,13 @@ never imports it.
 >>> from ozaki import distributed                                # doctest: +SKIP
 >>> grid = distributed.make_grid("2x2")                          # doctest: +SKIP
 >>> A = distributed.scatter(A_on_root, grid); B = distributed.scatter(B_on_root, grid)
->>> C = distributed.dgemm(A, B)        # the bits of ozaki.dgemm(A, B, mode="fast")
+>>> C = distributed.dgemm(A, B)        # the bits of ozaki.dgemm(A, B)
 >>> C_whole = distributed.gather(C)    # on rank 0
 """
 
-from .emulated import dgemm, panels
+from .emulated import dgemm, zgemm
+from .modular import panels
 from .layout import DistributedMatrix, Grid, bounds, gather, make_grid, scatter
 
 __all__ = ["Grid", "make_grid", "DistributedMatrix", "scatter", "gather", "bounds", "dgemm",
-           "panels"]
+           "zgemm", "panels"]

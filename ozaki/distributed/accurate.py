@@ -30,10 +30,11 @@ from .. import decisions, scaling
 from ..backend import Operand
 from ..certify import Whole
 from ..moduli import auto_num_moduli
-from .layout import bounds
+from ..pipeline import _embedded_floors, _tie, _tile
+from .modular import embedded, owners
 from .traffic import allgather, allreduce, bcast
 
-__all__ = ["GridReduce", "decide_accurate"]
+__all__ = ["GridReduce", "decide_accurate", "real_operands"]
 
 
 class GridReduce(Whole):
@@ -76,58 +77,84 @@ class GridReduce(Whole):
         return self.shape
 
 
-def _floor_gemm(A, B, FA, FB, engine, r, width, tr):
-    """``G = F_A F_B`` of this rank's block: SUMMA over the floor panels (float32, exact)."""
-    from .emulated import panels
+def _floor_gemm(A, B, FA, FB, engine, r, width, complex_, tr):
+    """``G = F_A F_B`` of this rank's block: SUMMA over the floor panels (float32, exact).
+
+    Complex: ``F_A`` holds ``[FAr | FAi]``, ``F_B`` the embedded floors
+    ``[[FBr, FBi], [FBi, FBr]]``; a panel of the complex ``k`` is the same columns of
+    both halves of ``F_A`` and the same rows of both halves of ``F_B``.
+    """
     grid = A.grid
-    (m0, m1), (n0, n1) = A.rows, B.cols
-    m, n, k = m1 - m0, n1 - n0, A.shape[1]
-    akb, bkb = bounds(k, grid.Q), bounds(k, grid.P)
+    m, n, k = FA.shape[0], FB.shape[1], A.shape[1]
+    ka, kb = A.local.shape[1], B.local.shape[0]  # local k of A's and B's blocks
     G = np.zeros((1, m, n))
     q = 2 ** r - 1
-    for k0, k1 in panels(k, grid.P, grid.Q, width):
-        qa = int(np.searchsorted(akb, k0, side="right") - 1)
-        pb = int(np.searchsorted(bkb, k0, side="right") - 1)
-        pa = (np.ascontiguousarray(FA[:, k0 - akb[qa]:k1 - akb[qa]]) if grid.q == qa
-              else np.empty((m, k1 - k0), np.float32))
+    for k0, k1, qa, a0, pb, b0 in owners(grid, k, width):
+        w = k1 - k0
+        cols = np.r_[a0:a0 + w, ka + a0:ka + a0 + w] if complex_ else np.s_[a0:a0 + w]
+        rows = np.r_[b0:b0 + w, kb + b0:kb + b0 + w] if complex_ else np.s_[b0:b0 + w]
+        ext = 2 * w if complex_ else w
+        pa = (np.ascontiguousarray(FA[:, cols]) if grid.q == qa
+              else np.empty((m, ext), np.float32))
         bcast(grid.row, pa, qa, tr, "decisions")
-        pbk = (np.ascontiguousarray(FB[k0 - bkb[pb]:k1 - bkb[pb]]) if grid.p == pb
-               else np.empty((k1 - k0, n), np.float32))
+        pbk = (np.ascontiguousarray(FB[rows]) if grid.p == pb
+               else np.empty((ext, n), np.float32))
         bcast(grid.col, pbk, pb, tr, "decisions")
         if m and n:  # integers below 2**53 in all: every partial sum is exact
             G[0] += engine.matmul(pa, pbk, q, q)
     return G
 
 
-def decide_accurate(A, B, la, lb, opts, width, tr):
-    """The whole product's accurate-mode decision, for this rank's block."""
+def decide_accurate(A, B, la, lb, opts, width, complex_, tr):
+    """The whole product's accurate-mode decision, for this rank's block.
+
+    ``la``, ``lb``: the line data of the (embedded) rows of ``A`` and columns of ``B``,
+    reduced along k. For a complex product the decision is that of the real embedding
+    (its ``[Re | Im]`` columns tied, as :func:`ozaki.zgemm` ties them).
+    """
     from mpi4py import MPI
     grid, backend = A.grid, opts.backend
-    K = A.shape[1]
+    K = A.shape[1] * (2 if complex_ else 1)
     r = scaling.quantization_bits(opts.scheme, K)
     (Ea, za), (Eb, zb) = la.exponents, lb.exponents
     e = scaling.accurate_quantizers(Ea, za, r)
     f = scaling.accurate_quantizers(Eb, zb, r)
-    oa = Operand(np.ascontiguousarray(A.local)[None], 0)
-    ob = Operand(np.ascontiguousarray(B.local)[None], 1)
+    oa = Operand(embedded(A.local, 0)[None], 0)
+    ob = Operand(embedded(B.local, 1)[None], 1)
     FA = backend.quantize(oa, e, np.empty(oa.layout(1), np.float32))
     FB = backend.quantize(ob, f, np.empty(ob.layout(1), np.float32))
+    if complex_:
+        FB = _embedded_floors(FB)
+        lb = decisions.Lines(*(_tile(x) for x in (lb.maxbits, lb.bad, lb.nnz)))
+        f = _tile(f)
     rF = FA.sum(axis=2, dtype=np.float64)  # exact: integers below 2**53
     cF = FB.sum(axis=1, dtype=np.float64)
     allreduce(grid.row, rF, MPI.SUM, tr)
     allreduce(grid.col, cF, MPI.SUM, tr)
     G = _floor_gemm(A, B, np.ascontiguousarray(FA[0]), np.ascontiguousarray(FB[0]),
-                    opts.engine, r, width, tr)
-    reduce = GridReduce(grid, (A.shape[0], B.shape[1]), tr)
+                    opts.engine, r, width, complex_, tr)
+    reduce = GridReduce(grid, (A.shape[0], B.shape[1] * (2 if complex_ else 1)), tr)
     gathered = {}
 
     def operands(g):  # collective: every rank refines (the decision is the whole's)
         if not gathered:
-            gathered["A"] = np.concatenate(allgather(grid.row, A.local, tr, "decisions"), axis=1)
-            gathered["B"] = np.concatenate(allgather(grid.col, B.local, tr, "decisions"), axis=0)
-        return gathered["A"], gathered["B"]
+            Ar = np.concatenate(allgather(grid.row, A.local, tr, "decisions"), axis=1)
+            Bc = np.concatenate(allgather(grid.col, B.local, tr, "decisions"), axis=0)
+            gathered["AB"] = real_operands(Ar, Bc)
+        return gathered["AB"]
 
     start = auto_num_moduli(opts.scheme, K)
     return decisions.decide_accurate(backend, decisions.Bound(r, G, rF, cF), e, f, la, lb, 1,
                                      opts.scheme, K, opts.num_moduli, opts.policy,
-                                     opts.want_bound, operands, start, reduce=reduce)
+                                     opts.want_bound, operands, start,
+                                     tie=_tie if complex_ else None, reduce=reduce)
+
+
+def real_operands(Ar: np.ndarray, Bc: np.ndarray):
+    """Full rows of ``A`` and columns of ``B`` as the serial call's real matrices
+    (complex: ``[Ar, Ai]`` and ``[[Br, Bi], [-Bi, Br]]``, as
+    :func:`ozaki.pipeline.slice_operands` has them)."""
+    if not np.iscomplexobj(Ar):
+        return Ar, Bc
+    Br, Bi = Bc.real, Bc.imag
+    return embedded(Ar, 0), np.block([[Br, Bi], [-Bi, Br]])

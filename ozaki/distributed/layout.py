@@ -96,7 +96,7 @@ class DistributedMatrix:
 
     Attributes
     ----------
-    local : ndarray, float64, C order
+    local : ndarray, float64 or complex128, C order
         Block ``(grid.p, grid.q)``: rows ``rows`` and columns ``cols`` of the whole.
     shape : tuple of int
         The global shape ``(M, N)``.
@@ -108,6 +108,9 @@ class DistributedMatrix:
     grid: Grid
 
     def __post_init__(self):
+        if self.local.dtype not in (np.float64, np.complex128):
+            raise TypeError(f"the local block must be float64 or complex128, got "
+                            f"{self.local.dtype}")
         M, N = self.shape
         want = (len(range(*self.rows)), len(range(*self.cols)))
         if self.local.shape != want:
@@ -137,11 +140,12 @@ def scatter(A: Any, grid: Grid, root: int = 0, shape: tuple[int, int] | None = N
     if comm.Get_rank() == root:
         from ..arguments import operand
         try:
-            A = np.ascontiguousarray(operand(A, "A", complex_ok=False))
+            A = np.ascontiguousarray(operand(A, "A"))  # float64 or complex128
             shape = A.shape
         except (TypeError, ValueError) as exc:
             error = exc
-    shape, error = comm.bcast((shape, error), root=root)  # every rank raises the same error
+    dtype = A.dtype if comm.Get_rank() == root and error is None else None
+    shape, dtype, error = comm.bcast((shape, dtype, error), root=root)  # the same everywhere
     if error is not None:
         raise type(error)(str(error))
     shape = tuple(shape)
@@ -156,7 +160,7 @@ def scatter(A: Any, grid: Grid, root: int = 0, shape: tuple[int, int] | None = N
             else:
                 comm.Send(block, dest=r, tag=7)
     else:
-        mine = np.empty((rb[grid.p + 1] - rb[grid.p], cb[grid.q + 1] - cb[grid.q]))
+        mine = np.empty((rb[grid.p + 1] - rb[grid.p], cb[grid.q + 1] - cb[grid.q]), dtype)
         comm.Recv(mine, source=root, tag=7)
     return DistributedMatrix(mine, shape, grid)
 
@@ -169,7 +173,7 @@ def gather(D: DistributedMatrix, root: int | None = 0) -> np.ndarray | None:
     blocks = comm.allgather(D.local) if root is None else comm.gather(D.local, root=root)
     if blocks is None:
         return None
-    out = np.empty((M, N))
+    out = np.empty((M, N), np.result_type(*blocks))
     for r, block in enumerate(blocks):
         p, q = divmod(r, grid.Q)
         out[rb[p]:rb[p + 1], cb[q]:cb[q + 1]] = block
