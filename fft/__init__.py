@@ -12,11 +12,10 @@ True
 
 from .plan import DENSE_LIMIT, MAX_RADIX, Plan, StageRecord, factorize
 from .records import stage_records
-from .transforms import (PLAN_CACHE_SIZE, fft, fft2, fftn, get_plan, hfft, ifft, ifft2, ifftn,
+from .transforms import (fft, fft2, fftn, get_plan, hfft, ifft, ifft2, ifftn,
                          ihfft, irfft, irfft2, irfftn, rfft, rfft2, rfftn)
 from . import scipy_backend
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2",
            "irfft2", "rfftn", "irfftn", "hfft", "ihfft", "Plan", "get_plan", "factorize",
-           "stage_records", "StageRecord", "scipy_backend", "MAX_RADIX", "DENSE_LIMIT",
-           "PLAN_CACHE_SIZE"]
+           "stage_records", "StageRecord", "scipy_backend", "MAX_RADIX", "DENSE_LIMIT"]

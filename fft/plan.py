@@ -288,23 +288,31 @@ class Plan:
                  engine: str = "auto", num_moduli: int | str = "auto", native: bool = False):
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"invalid number of data points ({n}) specified")
-        if mode not in ozaki.MODES:
-            raise ValueError(f"mode must be one of {ozaki.MODES}, got {mode!r}")
-        if scheme != "auto" and scheme not in ozaki.SCHEMES:
-            raise ValueError(f"scheme must be 'auto' or one of {tuple(ozaki.SCHEMES)}, "
-                             f"got {scheme!r}")
-        if engine != "auto" and engine not in ozaki.available_engines():
-            raise ValueError(f"engine must be 'auto' or one of {ozaki.available_engines()}, "
-                             f"got {engine!r}")
-        if num_moduli != "auto" and (isinstance(num_moduli, bool)
-                                     or not isinstance(num_moduli, (int, np.integer))):
-            raise TypeError(f"num_moduli must be an int or 'auto', got {num_moduli!r}")
+        from ozaki.arguments import resolve
+        resolve(scheme, num_moduli, mode, engine)  # the errors ozaki.dgemm would raise
         self.n = int(n)
         self.options = _Options(scheme, mode, engine, num_moduli, bool(native))
         self.radices = factorize(self.n)
         self.stages = [(_Bluestein if r > DENSE_LIMIT else _Dense)(r, self.options)
                        for r in self.radices]
         self._twiddles: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the plan holds once every stage has run (an upper estimate).
+
+        Per dense stage the embedded matrix ``(2r)**2`` FP64 words, times the moduli
+        planes kept beside it for radices up to :data:`MAX_RADIX` (about 8), twice it
+        for the large primes (the matrix and its prepared data); the twiddles; a
+        Bluestein stage its inner plan and kernel.
+        """
+        total = 16 * self.n  # the twiddles, about n complex values over all stages
+        for r, stage in zip(self.radices, self.stages):
+            if isinstance(stage, _Bluestein):
+                total += stage.sub.nbytes + 32 * stage.L
+            else:
+                total += 8 * (2 * r) ** 2 * (8 if r <= MAX_RADIX else 2)
+        return total
 
     def __repr__(self) -> str:
         kind = "native" if self.options.native else f"{self.options.mode}"
@@ -331,6 +339,9 @@ class Plan:
         -------
         ndarray, shape (2, n, W), or (n, W) with ``real_out``
         """
+        Z = np.asarray(Z)
+        if Z.ndim != (2 if real_in else 3):
+            raise ValueError(f"Z must be {'2' if real_in else '3'}-D, got shape {Z.shape}")
         want = (self.n, Z.shape[-1]) if real_in else (2, self.n, Z.shape[-1])
         if Z.shape != want or Z.dtype != np.float64:
             raise ValueError(f"Z must be a float64 array of shape {want[:-1] + ('W',)}, "

@@ -32,9 +32,11 @@ import numpy as np
 from .plan import Plan
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2",
-           "irfft2", "rfftn", "irfftn", "hfft", "ihfft", "get_plan", "PLAN_CACHE_SIZE"]
+           "irfft2", "rfftn", "irfftn", "hfft", "ihfft", "get_plan", "PLAN_CACHE_SIZE",
+           "PLAN_CACHE_BYTES"]
 
-PLAN_CACHE_SIZE = 32  #: plans kept by :func:`get_plan` (least recently used dropped)
+PLAN_CACHE_SIZE = 32  #: most plans :func:`get_plan` keeps (least recently used dropped)
+PLAN_CACHE_BYTES = 1 << 30  #: most bytes of plans it keeps (:attr:`Plan.nbytes`)
 _plans: OrderedDict = OrderedDict()
 _plans_lock = Lock()
 _AxisError = getattr(np, "exceptions", np).AxisError  # numpy < 1.25: np.AxisError
@@ -42,7 +44,12 @@ _NORMS = (None, "backward", "ortho", "forward")
 
 
 def get_plan(n: int, **options) -> Plan:
-    """The cached :class:`Plan` for length ``n`` and ``options`` (see :class:`Plan`)."""
+    """The cached :class:`Plan` for length ``n`` and ``options`` (see :class:`Plan`).
+
+    The cache keeps at most ``fft.transforms.PLAN_CACHE_SIZE`` plans and
+    ``fft.transforms.PLAN_CACHE_BYTES`` of them (:attr:`Plan.nbytes`), dropping the
+    least recently used; both may be changed at any time.
+    """
     key = (int(n), tuple(sorted(options.items())))
     with _plans_lock:
         if key in _plans:
@@ -51,7 +58,9 @@ def get_plan(n: int, **options) -> Plan:
     made = Plan(n, **options)
     with _plans_lock:
         made = _plans.setdefault(key, made)
-        while len(_plans) > PLAN_CACHE_SIZE:
+        # both bounds are read here, at each insertion: setting them takes effect
+        while len(_plans) > 1 and (len(_plans) > PLAN_CACHE_SIZE or
+                                   sum(p.nbytes for p in _plans.values()) > PLAN_CACHE_BYTES):
             _plans.popitem(last=False)
     return made
 
@@ -292,8 +301,14 @@ def _c2r(x, s, axes, norm, workers, plan, conj_in=False, swap=False):
     with _threads(workers):
         for i, ax in reversed(list(enumerate(axes[:-1]))):
             S = _along(S, ax, _plan_for(plan, i, a.shape[ax]))
-        # Hermitian completion along the last axis: X[n-k] = conj(X[k])
+        # The imaginary parts of the zero and (even n) Nyquist frequencies do not enter a
+        # real result: drop them (finite ones; NaN and inf propagate, as in scipy) so that
+        # they do not set their column's power-of-two shift.
         h = n_last // 2 + 1
+        for k in {0, n_last // 2} if n_last % 2 == 0 else {0}:
+            im = S[(1,) + (slice(None),) * last + (slice(k, k + 1),)]  # a view
+            im[np.isfinite(im)] = 0.0
+        # Hermitian completion along the last axis: X[n-k] = conj(X[k])
         full = np.empty(S.shape[:last + 1] + (n_last,) + S.shape[last + 2:])
         idx = (slice(None),) * (last + 1)
         full[idx + (slice(0, h),)] = S

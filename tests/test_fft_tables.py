@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fft
+import ozaki
 from fft import tables
 
 
@@ -195,8 +196,13 @@ def test_plan_arguments(rng):
     for bad in (0, -1, 2.0, True):
         with pytest.raises(ValueError, match="invalid number of data points"):
             fft.Plan(bad)
-    with pytest.raises(ValueError, match="mode must be one of"):
+    with pytest.raises(ValueError, match="mode"):
         fft.Plan(8, mode="exact")
+    with pytest.raises(ValueError, match="num_moduli"):
+        fft.Plan(8, num_moduli=99)
+    eng = ozaki.engines.get_engine("cpu-blas", "fp64")  # an Engine object, as dgemm takes
+    assert np.array_equal(fft.fft(np.arange(8.0), plan=fft.Plan(8, engine=eng)),
+                          fft.fft(np.arange(8.0)))
 
 
 def test_get_plan_caches():
@@ -204,6 +210,15 @@ def test_get_plan_caches():
     assert fft.get_plan(48) is p and fft.get_plan(np.int64(48)) is p
     q = fft.get_plan(48, native=True)
     assert q is not p and q.options.native and fft.get_plan(48, native=True) is q
-    for n in range(1000, 1000 + fft.PLAN_CACHE_SIZE):  # fills the cache: 48's plans drop out
+    for n in range(1000, 1000 + fft.transforms.PLAN_CACHE_SIZE):  # 48's plans drop out
         fft.get_plan(n, native=True)
     assert fft.get_plan(48) is not p
+
+
+def test_plan_cache_bounded_in_bytes(monkeypatch):
+    monkeypatch.setattr(fft.transforms, "PLAN_CACHE_BYTES", 3 * fft.Plan(2017).nbytes // 2)
+    a = fft.get_plan(2017, native=True)
+    assert fft.get_plan(2017, native=True) is a
+    fft.get_plan(2027, native=True)  # a second large dense prime: the older one drops out
+    assert fft.get_plan(2017, native=True) is not a
+    assert fft.Plan(2017).nbytes > 100 * fft.Plan(64).nbytes  # the estimate sees the size

@@ -5,9 +5,10 @@ never imports it.
 
 >>> from ozaki import distributed                                # doctest: +SKIP
 >>> grid = distributed.make_grid("2x2")                          # doctest: +SKIP
->>> A = distributed.scatter(A_on_root, grid); B = distributed.scatter(B_on_root, grid)
->>> C = distributed.dgemm(A, B)        # the bits of ozaki.dgemm(A, B)
->>> C_whole = distributed.gather(C)    # on rank 0
+>>> A = distributed.scatter(A_on_root, grid)                     # doctest: +SKIP
+>>> B = distributed.scatter(B_on_root, grid)                     # doctest: +SKIP
+>>> C = distributed.dgemm(A, B)       # the bits of ozaki.dgemm    # doctest: +SKIP
+>>> C_whole = distributed.gather(C)   # on rank 0                  # doctest: +SKIP
 """
 
 from .emulated import dgemm, zgemm

@@ -32,7 +32,7 @@ from ..certify import Whole
 from ..moduli import auto_num_moduli
 from ..pipeline import _embedded_floors, _tie, _tile
 from .modular import embedded, owners
-from .traffic import allgather, allreduce, bcast
+from .traffic import allgather_blocks, allreduce, bcast
 
 __all__ = ["GridReduce", "decide_accurate", "real_operands"]
 
@@ -138,8 +138,8 @@ def decide_accurate(A, B, la, lb, opts, width, complex_, tr):
 
     def operands(g):  # collective: every rank refines (the decision is the whole's)
         if not gathered:
-            Ar = np.concatenate(allgather(grid.row, A.local, tr, "decisions"), axis=1)
-            Bc = np.concatenate(allgather(grid.col, B.local, tr, "decisions"), axis=0)
+            Ar = allgather_blocks(grid.row, A.local, 1, tr, "decisions")
+            Bc = allgather_blocks(grid.col, B.local, 0, tr, "decisions")
             gathered["AB"] = real_operands(Ar, Bc)
         return gathered["AB"]
 

@@ -17,9 +17,9 @@ The phases of :mod:`ozaki.pipeline`, with collectives between them:
    block boundaries, cut to ``panel`` columns), the owners broadcast the FP64 panels
    along the process row and column (the bytes of a native SUMMA); each rank forms the
    residues of what it received with the whole product's shifts, multiplies them
-   exactly modulus by modulus and adds the products to its accumulators. The sums stay
-   exact integers (each below ``panels * 2**52``), congruent to the whole product's
-   modular products, so
+   exactly modulus by modulus and adds the products, reduced to symmetric residues, to
+   its accumulators. The sums stay exact integers (at most ``panels * p / 2``),
+   congruent to the whole product's modular products, so
 3. **the CRT** sees the residues a serial call sees, and gives its bits.
 4. **Fallback, overflow guard, non-finite values**: where any rank needs them, the
    ranks gather the full rows of ``A`` along their process row and the full columns
@@ -46,35 +46,56 @@ from .accurate import decide_accurate, real_operands
 from .fast import decide_fast, line_data, norm_data
 from .layout import DistributedMatrix
 from .modular import embedded, modular_summa
-from .traffic import Traffic, allgather, allreduce
+from .traffic import Traffic, allgather_blocks, allreduce
 
 __all__ = ["dgemm", "zgemm"]
 
 
-def _check(A, B, MPI):
-    """The same verdict on every rank: grids, global shapes and blocks agree."""
-    if not isinstance(A, DistributedMatrix) or not isinstance(B, DistributedMatrix):
+def _check(A, B, options: dict, complex_: bool, MPI):
+    """The same verdict on every rank, before any other collective.
+
+    Each rank checks its own arguments, then the ranks compare what they were given
+    (global shapes, grids, options, local errors): a problem anywhere is raised
+    everywhere, so no rank waits in a collective the others skipped. Returns the grid,
+    ``(M, K, N)`` and the resolved options.
+    """
+    home = A if isinstance(A, DistributedMatrix) else B
+    if not isinstance(home, DistributedMatrix):  # no communicator to agree on
         raise TypeError("A and B must be ozaki.distributed.DistributedMatrix (see scatter)")
-    grid = A.grid
-    if B.grid.comm is not grid.comm and MPI.Comm.Compare(B.grid.comm, grid.comm) not in (
-            MPI.IDENT, MPI.CONGRUENT):
-        raise ValueError("A and B are distributed over different communicators")
-    mine = (tuple(A.shape), tuple(B.shape), (A.grid.P, A.grid.Q), (B.grid.P, B.grid.Q))
-    every = grid.comm.allgather(mine)
-    if any(e != every[0] for e in every):
-        raise ValueError(f"the ranks disagree on the global shapes or grids: {sorted(set(every))}")
-    (M, K), (K2, N), ga, gb = every[0]
+    grid = home.grid
+    error, mine, opts = None, None, None
+    try:
+        if not isinstance(A, DistributedMatrix) or not isinstance(B, DistributedMatrix):
+            raise TypeError("A and B must be ozaki.distributed.DistributedMatrix (see scatter)")
+        if B.grid.comm is not grid.comm and MPI.Comm.Compare(B.grid.comm, grid.comm) not in (
+                MPI.IDENT, MPI.CONGRUENT):
+            raise ValueError("A and B are distributed over different communicators")
+        if not complex_ and (np.iscomplexobj(A.local) or np.iscomplexobj(B.local)):
+            raise TypeError("A or B is complex: use ozaki.distributed.zgemm")
+        panel = options["panel"]
+        if isinstance(panel, bool) or not isinstance(panel, (int, np.integer)) or panel < 1:
+            raise ValueError(f"panel must be a positive integer, got {panel!r}")
+        from ..front import _options
+        opts = _options(*(options[k] for k in ("scheme", "num_moduli", "mode", "engine",
+                                              "fallback", "bounds")))
+        mine = (tuple(A.shape), tuple(B.shape), (A.grid.P, A.grid.Q), (B.grid.P, B.grid.Q),
+                repr(sorted((k, str(getattr(v, "name", v))) for k, v in options.items())))
+    except (TypeError, ValueError) as exc:
+        error = exc
+    every = grid.comm.allgather((None if error is None else (type(error), str(error)), mine))
+    errors = [e for e, _ in every if e is not None]
+    if errors:
+        kind, text = errors[0]
+        raise kind(text if error is None else str(error))
+    if any(m != every[0][1] for _, m in every):
+        raise ValueError("the ranks disagree on the global shapes, grids or options: "
+                         f"{sorted({m for _, m in every})}")
+    (M, K), (K2, N), ga, gb, _ = every[0][1]
     if ga != gb:
         raise ValueError(f"A is on a {ga[0]} x {ga[1]} grid, B on {gb[0]} x {gb[1]}")
     if K != K2:
         raise ValueError(f"inner dimensions differ: A is {M} x {K}, B is {K2} x {N}")
-    return grid, M, K, N
-
-
-def _panel(panel) -> int:
-    if isinstance(panel, bool) or not isinstance(panel, (int, np.integer)) or panel < 1:
-        raise ValueError(f"panel must be a positive integer, got {panel!r}")
-    return int(panel)
+    return grid, (M, K, N), opts
 
 
 def dgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
@@ -116,12 +137,10 @@ def dgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
         (as :func:`ozaki.dgemm`). Every rank raises the same error.
     """
     MPI = __import__("mpi4py.MPI", fromlist=["MPI"])
-    grid, M, K, N = _check(A, B, MPI)
-    kinds = grid.comm.allgather(np.iscomplexobj(A.local) or np.iscomplexobj(B.local))
-    if any(kinds):
-        raise TypeError("A or B is complex: use ozaki.distributed.zgemm")
-    return _product(A, B, grid, (M, K, N), scheme, num_moduli, mode, engine, fallback,
-                    _panel(panel), return_info, bounds, False, MPI)
+    options = dict(scheme=scheme, num_moduli=num_moduli, mode=mode, engine=engine,
+                   fallback=fallback, bounds=bounds, panel=panel)
+    grid, shape, opts = _check(A, B, options, False, MPI)
+    return _product(A, B, grid, shape, opts, int(panel), return_info, bounds, False, MPI)
 
 
 def zgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
@@ -136,17 +155,15 @@ def zgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
     (one bound per part).
     """
     MPI = __import__("mpi4py.MPI", fromlist=["MPI"])
-    grid, M, K, N = _check(A, B, MPI)
+    options = dict(scheme=scheme, num_moduli=num_moduli, mode=mode, engine=engine,
+                   fallback=fallback, bounds=bounds, panel=panel)
+    grid, shape, opts = _check(A, B, options, True, MPI)
     A, B = (DistributedMatrix(D.local.astype(np.complex128, copy=False), D.shape, D.grid)
             for D in (A, B))
-    return _product(A, B, grid, (M, K, N), scheme, num_moduli, mode, engine, fallback,
-                    _panel(panel), return_info, bounds, True, MPI)
+    return _product(A, B, grid, shape, opts, int(panel), return_info, bounds, True, MPI)
 
 
-def _product(A, B, grid, shape, scheme, num_moduli, mode, engine, fallback, panel,
-             return_info, bounds, complex_, MPI):
-    from ..front import _options
-    opts = _options(scheme, num_moduli, mode, engine, fallback, bounds)
+def _product(A, B, grid, shape, opts, panel, return_info, bounds, complex_, MPI):
     backend = opts.backend
     M, K, N = shape
     Ke = 2 * K if complex_ else K  # the real embedding's inner dimension
@@ -221,8 +238,8 @@ def _finish(grid, A, B, info, dec, mask, opts, out, la, lb, Ke, complex_, MPI, t
     allreduce(grid.comm, busy, MPI.MAX, tr)
     operands = None
     if busy[0]:  # every rank joins the gathers, whether or not its block needs them
-        Ar = np.concatenate(allgather(grid.row, A.local, tr, "fallback"), axis=1)
-        Bc = np.concatenate(allgather(grid.col, B.local, tr, "fallback"), axis=0)
+        Ar = allgather_blocks(grid.row, A.local, 1, tr, "fallback")
+        Bc = allgather_blocks(grid.col, B.local, 0, tr, "fallback")
         whole = real_operands(Ar, Bc)
         operands = lambda g: whole  # noqa: E731
     if busy[0] or info.error_bound is not None:

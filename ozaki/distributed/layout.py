@@ -62,6 +62,24 @@ class Grid:
     def __repr__(self) -> str:
         return f"Grid({self.P} x {self.Q}, rank ({self.p}, {self.q}))"
 
+    def free(self) -> None:
+        """Free the row and column communicators (collective; MPI holds a few thousand).
+
+        A program that makes many grids frees them, or uses one as a context manager:
+        ``with make_grid("2x2") as grid: ...``.
+        """
+        for name in ("row", "col"):
+            c = getattr(self, name, None)
+            if c is not None:
+                c.Free()
+                setattr(self, name, None)
+
+    def __enter__(self) -> "Grid":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.free()
+
     @property
     def rank(self) -> int:
         return self.comm.Get_rank()
@@ -170,7 +188,8 @@ def gather(D: DistributedMatrix, root: int | None = 0) -> np.ndarray | None:
     grid, comm = D.grid, D.grid.comm
     M, N = D.shape
     rb, cb = bounds(M, grid.P), bounds(N, grid.Q)
-    blocks = comm.allgather(D.local) if root is None else comm.gather(D.local, root=root)
+    from .traffic import gather_blocks
+    blocks = gather_blocks(comm, D.local, root)  # buffers, not pickles: any size
     if blocks is None:
         return None
     out = np.empty((M, N), np.result_type(*blocks))

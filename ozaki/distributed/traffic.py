@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Traffic", "bcast", "allreduce", "allgather"]
+__all__ = ["Traffic", "bcast", "allreduce", "allgather", "allgather_blocks", "gather_blocks"]
 
 
 @dataclass
@@ -53,10 +53,53 @@ def allreduce(comm, buf: np.ndarray, op, traffic: Traffic | None, kind: str = "d
         traffic.add(kind, s * buf.nbytes, s)
 
 
+def _payload(obj) -> int:
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes
+    if isinstance(obj, (list, tuple)) and all(isinstance(x, np.ndarray) for x in obj):
+        return sum(x.nbytes for x in obj)
+    return len(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+
+
 def allgather(comm, obj, traffic: Traffic | None, kind: str = "decisions"):
-    """``comm.allgather(obj)`` (pickled), counted as the pickle's bytes on every rank."""
+    """``comm.allgather(obj)`` (small objects, pickled), counted as their payload's bytes
+    (the arrays' bytes, or the pickle's) on every rank."""
     got = comm.allgather(obj)
     if traffic is not None:
         s = comm.Get_size() - 1
-        traffic.add(kind, s * len(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)), s)
+        traffic.add(kind, s * _payload(obj), s)
     return got
+
+
+def _blocks(comm, local: np.ndarray, root):
+    """The ranks' blocks (buffers, no pickle: any size), on ``root`` or, for ``None``, all."""
+    local = np.ascontiguousarray(local)
+    shapes = comm.allgather(local.shape)
+    counts = [int(np.prod(sh, dtype=np.int64)) for sh in shapes]
+    recv = (np.empty(sum(counts), local.dtype) if root is None or comm.Get_rank() == root
+            else None)
+    if root is None:
+        comm.Allgatherv(local.reshape(-1), [recv, counts])
+    else:
+        comm.Gatherv(local.reshape(-1), [recv, counts] if recv is not None else None,
+                     root=root)
+    if recv is None:
+        return None
+    edges = np.cumsum([0] + counts)
+    return [recv[a:b].reshape(sh) for a, b, sh in zip(edges[:-1], edges[1:], shapes)]
+
+
+def allgather_blocks(comm, local: np.ndarray, axis: int, traffic: Traffic | None,
+                     kind: str = "fallback") -> np.ndarray:
+    """Every rank's block of ``comm`` joined along ``axis`` (in rank order), on every rank."""
+    got = np.concatenate(_blocks(comm, local, None), axis=axis)
+    if traffic is not None:
+        s = comm.Get_size() - 1
+        traffic.add(kind, s * local.nbytes, s)
+    return got
+
+
+def gather_blocks(comm, local: np.ndarray, root):
+    """The ranks' blocks as a list in rank order, on ``root`` (``None`` elsewhere) or, for
+    ``root=None``, on every rank."""
+    return _blocks(comm, local, root)

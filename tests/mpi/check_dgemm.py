@@ -29,6 +29,9 @@ def case(name, A, B, shape, sub=None, **kw):
                               **{k: v for k, v in kw.items() if k != "panel"})
     C, info = distributed.dgemm(dA, dB, return_info=True, **kw)
     got = distributed.gather(C, root=None)
+    on_root = distributed.gather(C, root=comm.Get_size() - 1)
+    assert (on_root is None) == (comm.Get_rank() != comm.Get_size() - 1)
+    assert on_root is None or same(on_root, want)
     assert same(got, want), f"{name} {shape}: {int((got != want).sum())} entries differ"
     for f in ("num_moduli", "gemms", "uncertified", "fallback", "fallback_entries",
               "fallback_block", "exact_entries", "max_bound_ratio", "bound_kind",
@@ -102,6 +105,16 @@ other = distributed.make_grid((1, 4), world)
 dB14 = distributed.scatter(B if rank == 0 else None, other)
 raises(ValueError, "grid, B on 1 x 4", lambda: distributed.dgemm(dA, dB14))
 raises(TypeError, "DistributedMatrix", lambda: distributed.dgemm(A, dB))
+# one rank's bad argument, or ranks that disagree, raise on every rank (no rank hangs)
+raises(ValueError, "panel must be", lambda: distributed.dgemm(dA, dB, panel=0 if rank == 1 else 8))
+raises(ValueError, "disagree", lambda: distributed.dgemm(dA, dB, panel=5 if rank == 2 else 8))
+raises(TypeError, "DistributedMatrix",
+       lambda: distributed.dgemm(A if rank == 3 else dA, dB))
+raises(ValueError, "scheme", lambda: distributed.dgemm(dA, dB, scheme="int4" if rank == 0
+                                                      else "auto"))
+with distributed.make_grid((2, 2), world) as g:
+    assert g.row is not None
+assert g.row is None and g.col is None  # freed on leaving the block
 shape = (8, 8) if rank == 0 else (12, 8)  # the ranks disagree on the global shape
 r = distributed.bounds(shape[0], 2)
 mixed = distributed.DistributedMatrix(np.zeros((r[grid.p + 1] - r[grid.p], 4)), shape, grid)
