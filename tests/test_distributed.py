@@ -53,6 +53,18 @@ def test_dgemm_bitwise_equal_to_serial_on_every_grid():
     assert int(line.rsplit("fallback=", 1)[1]) > 0  # the case exercised the exact fallback
 
 
+def test_native_summa_accurate_but_its_bits_follow_the_grid():
+    out = launch("check_summa.py")
+    assert "ALL OK" in out
+    for grid in ("(2, 2)", "(1, 4)", "(4, 1)"):
+        assert f"ok uneven grid={grid}" in out
+    bits = [x for x in out.splitlines() if x.startswith("bits")]
+    assert len(bits) == 6
+    native = [float(x.split("native_differ=")[1].split()[0]) for x in bits]
+    assert all(int(x.rsplit("emulated_differ=", 1)[1]) == 0 for x in bits)
+    assert max(native) > 0.5  # most entries change bits (k = 512, random data)
+
+
 def test_import_ozaki_does_not_import_mpi4py():
     code = "import ozaki, sys; print('mpi4py' in sys.modules)"
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
