@@ -7,6 +7,7 @@ process first (four ranks compiling the same kernels at once would take minutes)
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -70,3 +71,28 @@ def test_import_ozaki_does_not_import_mpi4py():
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, cwd=str(HERE.parent))
     assert got.stdout.strip() == "False"
+
+
+def test_benchmark_counts_traffic_exactly_and_emulated_bits_match(tmp_path):
+    from tme_model.network import summa_traffic
+
+    _warm()
+    out = tmp_path / "run.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parent),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "benchmarks.mpi.summa",
+                           "--n", "96", "--panel", "16", "--repeats", "1", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300, env=env,
+                          cwd=str(HERE.parent))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    runs = {r["kind"]: r for r in doc["runs"]}
+    assert runs["emulated"]["differing_bits_vs_serial"] == 0
+    assert runs["native"]["max_rel_error_vs_numpy"] < 1e-14
+    nbytes, msgs = summa_traffic(96, 96, 96, 1, 2, 16)
+    assert runs["native"]["bytes_sent"] == nbytes.ravel().tolist()
+    assert runs["native"]["messages_sent"] == msgs.ravel().tolist()
+    panels = [t["panels"] for t in runs["emulated"]["traffic_by_kind"]]
+    assert [b for b, _ in panels] == nbytes.ravel().tolist()  # the same panel bytes
+    alpha, beta = doc["meta"]["network"]["alpha_s"], doc["meta"]["network"]["beta_bps"]
+    assert alpha >= 0 and beta > 0 and all(r["predicted_s"] > 0 for r in runs.values())
