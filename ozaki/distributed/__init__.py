@@ -13,7 +13,7 @@ never imports it.
 
 from .emulated import dgemm, panels
 from .layout import DistributedMatrix, Grid, bounds, gather, make_grid, scatter
-from .summa import SummaInfo, summa
+from .native import SummaInfo, summa
 
 __all__ = ["Grid", "make_grid", "DistributedMatrix", "scatter", "gather", "bounds", "dgemm",
            "panels", "summa", "SummaInfo"]
