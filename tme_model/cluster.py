@@ -92,6 +92,8 @@ def cluster_figure(rows: list[dict], path: str) -> None:
         ax.loglog(n, [r["network_roof_tflops_per_gpu"] for r in rs], "k--",
                   label="network roof (perfect overlap)")
         ax.set_title(f"{g} GPUs ({rs[0]['grid']}), MODELLED", fontsize=9)
+        ax.set_xticks(n, [f"{v // 1024}k" for v in n])
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
         ax.set_xlabel("n (square GEMM)")
         ax.set_ylabel("TFLOP/s per GPU")
         ax.grid(alpha=0.3, which="both")
