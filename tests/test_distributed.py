@@ -7,6 +7,7 @@ process first (four ranks compiling the same kernels at once would take minutes)
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -58,6 +59,18 @@ def test_dgemm_bitwise_equal_to_serial_on_every_grid():
     assert "refined=(0, 0)" not in part and "refined=(40, 40)" not in part  # a sub-block
 
 
+def test_native_summa_accurate_but_its_bits_follow_the_grid():
+    out = launch("check_summa.py")
+    assert "ALL OK" in out
+    for grid in ("(2, 2)", "(1, 4)", "(4, 1)"):
+        assert f"ok uneven grid={grid}" in out
+    bits = [x for x in out.splitlines() if x.startswith("bits")]
+    assert len(bits) == 6
+    native = [float(x.split("native_differ=")[1].split()[0]) for x in bits]
+    assert all(int(x.rsplit("emulated_differ=", 1)[1]) == 0 for x in bits)
+    assert max(native) > 0.5  # most entries change bits (k = 512, random data)
+
+
 def test_import_ozaki_does_not_import_mpi4py():
     code = "import ozaki, sys; print('mpi4py' in sys.modules)"
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -72,3 +85,28 @@ def test_zgemm_bitwise_equal_to_serial():
         assert f"ok complex grid=(2, 2) mode={mode} N=6 gemms={gemms}" in out
     fell = [x for x in out.splitlines() if x.startswith("ok fallback")]
     assert len(fell) == 2 and all(int(x.rsplit("fallback=", 1)[1]) > 0 for x in fell)
+
+
+def test_benchmark_counts_traffic_exactly_and_emulated_bits_match(tmp_path):
+    from tme_model.network import summa_traffic
+
+    _warm()
+    out = tmp_path / "run.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parent),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "benchmarks.mpi.summa",
+                           "--n", "96", "--panel", "16", "--repeats", "1", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300, env=env,
+                          cwd=str(HERE.parent))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    runs = {r["kind"]: r for r in doc["runs"]}
+    assert runs["emulated"]["differing_bits_vs_serial"] == 0
+    assert runs["native"]["max_rel_error_vs_numpy"] < 1e-14
+    nbytes, msgs = summa_traffic(96, 96, 96, 1, 2, 16)
+    assert runs["native"]["bytes_sent"] == nbytes.ravel().tolist()
+    assert runs["native"]["messages_sent"] == msgs.ravel().tolist()
+    panels = [t["panels"] for t in runs["emulated"]["traffic_by_kind"]]
+    assert [b for b, _ in panels] == nbytes.ravel().tolist()  # the same panel bytes
+    alpha, beta = doc["meta"]["network"]["alpha_s"], doc["meta"]["network"]["beta_bps"]
+    assert alpha >= 0 and beta > 0 and all(r["predicted_s"] > 0 for r in runs.values())

@@ -14,7 +14,9 @@ profiles), :mod:`~tme_model.calibration` (measuring them),
 :mod:`~tme_model.fft_workload` and :mod:`~tme_model.fft_projection` (``fft`` plans as
 stage GEMMs and passes, on this machine and on GPUs), :mod:`~tme_model.tables`,
 :mod:`~tme_model.plot` and :mod:`~tme_model.cli` (``tme-plot``, ``tme-table``,
-``tme-calibrate``).  Importing the package loads neither matplotlib, sympy, ozaki nor
+``tme-calibrate``), :mod:`~tme_model.network` (the alpha-beta network term of the
+distributed SUMMA, its traffic and network roof) and :mod:`~tme_model.cluster` (its
+modelled cluster projection, ``python -m tme_model.cluster``).  Importing the package loads neither matplotlib, sympy, ozaki nor
 fft.
 """
 

@@ -9,11 +9,13 @@ never imports it.
 >>> B = distributed.scatter(B_on_root, grid)                     # doctest: +SKIP
 >>> C = distributed.dgemm(A, B)       # the bits of ozaki.dgemm    # doctest: +SKIP
 >>> C_whole = distributed.gather(C)   # on rank 0                  # doctest: +SKIP
+>>> C_native = distributed.summa(A, B)  # native FP64: bits depend on the grid # doctest: +SKIP
 """
 
 from .emulated import dgemm, zgemm
 from .modular import panels
 from .layout import DistributedMatrix, Grid, bounds, gather, make_grid, scatter
+from .native import SummaInfo, summa
 
 __all__ = ["Grid", "make_grid", "DistributedMatrix", "scatter", "gather", "bounds", "dgemm",
-           "zgemm", "panels"]
+           "zgemm", "panels", "summa", "SummaInfo"]

@@ -1,0 +1,51 @@
+"""The sweep plot of :mod:`benchmarks.mpi.summa` (matplotlib, Agg, rank 0 only)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def sweep_figure(doc: dict, path: str) -> None:
+    """Time and GFLOP/s against ranks: measured (markers; hollow where oversubscribed)
+    and modelled (dashed), emulated and native."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs, meta = doc["runs"], doc["meta"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    for kind, colour in (("emulated", "tab:blue"), ("native", "tab:orange")):
+        rs = sorted((r for r in runs if r["kind"] == kind), key=lambda r: r["ranks"])
+        if not rs:
+            continue
+        x = np.array([r["ranks"] for r in rs])
+        t = np.array([r["seconds"] for r in rs])
+        tp = np.array([r["predicted_s"] for r in rs])
+        n = np.array([r["n"] for r in rs], float)
+        over = np.array([r["oversubscribed"] for r in rs])
+        for ax, y, yp in ((axes[0], t, tp), (axes[1], 2 * n ** 3 / t / 1e9,
+                                              2 * n ** 3 / tp / 1e9)):
+            ax.plot(x, yp, "--", color=colour, label=f"{kind}, modelled (TME + alpha-beta)")
+            ax.plot(x[~over], y[~over], "o-", color=colour, label=f"{kind}, measured")
+            if over.any():
+                ax.plot(x[over], y[over], "o", mfc="none", color=colour,
+                        label=f"{kind}, measured, oversubscribed")
+    label = {"strong": "strong scaling (fixed n)", "weak": "weak scaling (n ~ ranks^(1/3))"}
+    sizes = ", ".join(f"{r['ranks']}: n={r['n']} {r['grid']}" for r in runs
+                      if r["kind"] == "native")
+    for ax, yl in zip(axes, ("time [s]", "GFLOP/s (2 n^3 / t)")):
+        ax.set_xlabel("MPI ranks (one thread each)")
+        ax.set_ylabel(yl)
+        ax.set_xticks(sorted({r["ranks"] for r in runs}))
+        ax.grid(alpha=0.3)
+    cores = meta["cores"]
+    for ax in axes:
+        ax.axvspan(cores + 0.5, max(r["ranks"] for r in runs) + 0.5, color="0.9", zorder=0)
+        ax.text(cores + 0.6, ax.get_ylim()[1], "oversubscribed:\ncorrectness, not speed",
+                va="top", fontsize=8)
+    axes[1].legend(fontsize=7, loc="lower left")
+    fig.suptitle(f"SUMMA, {label.get(meta['sweep'], '')} on {cores} cores, panel "
+                 f"{meta['panel']} ({sizes})", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

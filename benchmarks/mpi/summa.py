@@ -1,0 +1,263 @@
+"""Distributed GEMM benchmark: emulated (``ozaki.distributed.dgemm``) and native SUMMA.
+
+``mpiexec -n 4 python -m benchmarks.mpi.summa --n 4096 --grid 2x2 --json out.json``
+runs both on one grid; ``--sweep strong`` (fixed ``n``) or ``--sweep weak`` (``n``
+grown as ``n (r)^(1/3)``: the same flops per rank) runs them on 1, 2, 4 ranks
+(sub-communicators of ``COMM_WORLD``, the default grid of each size) and draws a plot
+(``--plot FILE``, rank 0).  One thread per rank (BLAS and numba).
+
+Per run: ranks, grid, n, scheme, count, time per phase (max over ranks: ``gemms`` the
+local products, ``passes`` the O(n^2) passes of the emulation -- scaling, residues,
+reconstruction --, ``communication`` the broadcasts and reductions, waiting included),
+GFLOP/s (``2 n^3 / t``), bytes and messages each rank sent (``info.traffic``: exact,
+flat-collective convention), the error against serial (emulated: entries whose bits
+differ from serial ``ozaki.dgemm(..., mode="fast")``, which must be 0; native: the
+normwise relative error ``max|C - A@B| / max|A@B|`` and the fraction of entries whose
+bits differ from numpy's ``A @ B``), and the time the TME model predicts
+(:mod:`tme_model.network`: the local products and passes from the calibration profile
+rescaled to a one-thread GEMM measured on every rank at once, plus the alpha-beta
+network term with alpha, beta from a ping-pong in the same job).  Runs on more ranks
+than the machine has cores are labelled ``oversubscribed``: they check correctness,
+their times say nothing about speed.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+PROFILE = Path(__file__).resolve().parents[2] / "docs" / "_generated" / "tme_profile.json"
+PHASES = ("gemms", "passes", "communication")
+
+
+def _idle_barrier(comm, poll: float = 0.005) -> None:
+    """A barrier that sleeps while it waits: MPICH's blocking one spins, and ranks left
+    out of a sweep's smaller runs would take the cores from the ranks that run."""
+    req = comm.Ibarrier()
+    while not req.Test():
+        time.sleep(poll)
+
+
+def _rank_speed(comm, profile, n: int = 768) -> float:
+    """The profile-relative rate of a one-thread FP64 GEMM run on every rank at once."""
+    A = np.random.default_rng(comm.Get_rank()).standard_normal((n, n))
+    A @ A
+    comm.Barrier()
+    best = np.inf
+    for _ in range(3):
+        t0 = time.perf_counter()
+        A @ A
+        best = min(best, time.perf_counter() - t0)
+    best = comm.allreduce(best, op=__import__("mpi4py.MPI", fromlist=["MPI"]).MAX)
+    return profile.native_gemm_s(n, n, n) / best
+
+
+def _record(kind, comm, grid, n, panel, info, wall, cores):
+    from mpi4py import MPI
+
+    if kind == "emulated":
+        s = info.seconds
+        mine = [s["products"], s["scaling"] + s["residues"] + s["reconstruction"],
+                s["communication"]]
+    else:
+        mine = [info.seconds["gemms"], 0.0, info.seconds["communication"]]
+    phases = np.array(mine)
+    comm.Allreduce(MPI.IN_PLACE, phases, op=MPI.MAX)
+    tr = info.traffic
+    sent = comm.allgather((tr.bytes, tr.messages, dict(tr.by_kind or {})))
+    ranks = comm.Get_size()
+    return {"kind": kind, "ranks": ranks, "grid": f"{grid.P}x{grid.Q}", "n": n, "panel": panel,
+            "scheme": getattr(info, "scheme", "native fp64"),
+            "count": getattr(info, "num_moduli", None), "engine": getattr(info, "engine", None),
+            "seconds": wall, "phases": dict(zip(PHASES, map(float, phases))),
+            "gflops": 2.0 * n ** 3 / wall / 1e9,
+            "bytes_sent": [s[0] for s in sent], "messages_sent": [s[1] for s in sent],
+            "traffic_by_kind": [{k: list(v) for k, v in s[2].items()} for s in sent],
+            "oversubscribed": ranks > cores}
+
+
+def run_case(comm, n: int, shape, panel: int, repeats: int, refs: dict, cores: int):
+    """Emulated and native SUMMA on ``comm``: two records (rank 0), ``None`` elsewhere."""
+    import ozaki
+    from mpi4py import MPI
+
+    from ozaki import distributed as D
+
+    grid = D.make_grid(shape, comm)
+    root = comm.Get_rank() == 0
+    if root and n not in refs:
+        rng = np.random.default_rng(n)
+        A, B = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+        refs.clear()
+        refs[n] = (A, B, ozaki.dgemm(A, B, mode="fast"), A @ B)
+    A, B, serial, numpy_ab = refs[n] if root else (None,) * 4
+    dA, dB = D.scatter(A, grid), D.scatter(B, grid)
+    out = []
+    for kind in ("emulated", "native"):
+        best = None
+        for _ in range(repeats):
+            comm.Barrier()
+            t0 = time.perf_counter()
+            if kind == "emulated":
+                C, info = D.dgemm(dA, dB, panel=panel, mode="fast", return_info=True)
+            else:
+                C, info = D.summa(dA, dB, panel=panel, return_info=True)
+            wall = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+            rec = _record(kind, comm, grid, n, panel, info, wall, cores)
+            best = rec if best is None or rec["seconds"] < best["seconds"] else best
+        whole = D.gather(C)
+        if root:
+            if kind == "emulated":
+                best["differing_bits_vs_serial"] = int(np.sum(
+                    whole.view(np.int64) != serial.view(np.int64)))
+            else:
+                best["max_rel_error_vs_numpy"] = float(np.abs(whole - numpy_ab).max()
+                                                       / np.abs(numpy_ab).max())
+                best["differing_fraction_vs_numpy"] = float(np.mean(
+                    whole.view(np.int64) != numpy_ab.view(np.int64)))
+        out.append(best)
+    return out if root else None
+
+
+def predict(rec: dict, profile, net, speed: float) -> dict:
+    """The model's time of a record (see the module docstring)."""
+    from tme_model.network import panel_widths, summa_comm_s, summa_compute_s
+
+    P, Q = map(int, rec["grid"].split("x"))
+    n, panel = rec["n"], rec["panel"]
+    rb = np.diff(np.arange(P + 1) * (n // P) + np.minimum(np.arange(P + 1), n % P))
+    cb = np.diff(np.arange(Q + 1) * (n // Q) + np.minimum(np.arange(Q + 1), n % Q))
+    widths = [w for w, _, _ in panel_widths(n, P, Q, panel)]
+    emu = rec["kind"] == "emulated"
+    kw = dict(scheme=rec["scheme"], moduli=rec["count"], engine=rec.get("engine")) if emu else {}
+    compute = max(summa_compute_s(profile, int(m), int(c), n, widths, emu, speed=speed, **kw)
+                  for m in rb for c in cb)
+    comm = summa_comm_s(net, n, n, n, P, Q, panel)
+    other = [(sum(v[0] for k, v in t.items() if k != "panels"),
+              sum(v[1] for k, v in t.items() if k != "panels")) for t in rec["traffic_by_kind"]]
+    comm += max(net.message_s(b, m) for b, m in other)  # decisions: tiny, exact counts
+    return {"predicted_s": compute + comm, "predicted_compute_s": compute,
+            "predicted_communication_s": comm,
+            "predicted_over_measured": (compute + comm) / rec["seconds"]}
+
+
+def main(argv=None) -> int:
+    from mpi4py import MPI
+
+    p = argparse.ArgumentParser(prog="python -m benchmarks.mpi.summa",
+                                description="Emulated and native SUMMA under MPI.")
+    p.add_argument("--n", type=int, help="matrix size (default 1024; weak sweep: on 1 rank)")
+    p.add_argument("--grid", help="PxQ (default: as square as the size allows)")
+    p.add_argument("--panel", type=int, default=512)
+    p.add_argument("--sweep", choices=("strong", "weak"))
+    p.add_argument("--repeats", type=int, default=2, help="runs per case (the fastest kept)")
+    p.add_argument("--json", metavar="FILE")
+    p.add_argument("--plot", metavar="FILE", help="sweep plot (png/svg/pdf)")
+    p.add_argument("--network", metavar="KEY|FILE",
+                   help="alpha-beta network for the predictions (default: calibrate now)")
+    p.add_argument("--profile", default=str(PROFILE), help="TME calibration profile")
+    a = p.parse_args(argv)
+    world = MPI.COMM_WORLD
+    rank, size = world.Get_rank(), world.Get_size()
+    cores = len(os.sched_getaffinity(0))
+    n = a.n or (768 if a.sweep == "weak" else 1024)
+    if n < 1 or a.panel < 1 or a.repeats < 1:
+        p.error("--n, --panel and --repeats must be positive")
+    from tme_model.network import load_network
+    from tme_model.profile_file import load_profile
+
+    from .network import calibrate
+
+    profile = load_profile(a.profile)
+    net_rec = calibrate(world) if a.network is None and size > 1 else None
+    if a.network:
+        net = load_network(a.network)
+    elif net_rec:
+        from tme_model.network import Network
+        net = Network("local", net_rec["name"], net_rec["alpha_s"], net_rec["beta_bps"],
+                      "ping-pong in this job")
+    else:
+        net = load_network("ndr")  # one rank: no communication to predict
+    if a.sweep:
+        ranks = [r for r in (1, 2, 4) if r <= size]
+        cases = [(r, n if a.sweep == "strong" else int(round(n * r ** (1 / 3) / 8)) * 8, None)
+                 for r in ranks]
+    else:
+        cases = [(size, n, a.grid)]
+    bar = None
+    if a.sweep and rank == 0:
+        from tqdm import tqdm
+        bar = tqdm(total=len(cases), desc=f"{a.sweep} sweep", unit="case")
+    runs, refs = [], {}
+    for r, nn, shape in cases:
+        sub = world.Split(0 if rank < r else MPI.UNDEFINED, rank)
+        if sub != MPI.COMM_NULL:
+            speed = _rank_speed(sub, profile)
+            got = run_case(sub, nn, shape, a.panel, a.repeats, refs, cores)
+            if got:
+                for rec in got:
+                    rec["rank_speed_vs_profile"] = speed
+                    rec.update(predict(rec, profile, net, speed))
+                    runs.append(rec)
+            sub.Free()
+        _idle_barrier(world)
+        if bar:
+            bar.update()
+            bar.set_postfix(ranks=r, n=nn)
+    if bar:
+        bar.close()
+    if rank == 0:
+        _report(runs, net, net_rec, a, cores, size)
+    return 0
+
+
+def _report(runs, net, net_rec, a, cores, size):
+    for r in runs:
+        err = (f"bits differ {r['differing_bits_vs_serial']}" if r["kind"] == "emulated" else
+               f"rel err {r['max_rel_error_vs_numpy']:.1e}, "
+               f"{100 * r['differing_fraction_vs_numpy']:.0f}% bits differ")
+        print(f"{r['kind']:8s} ranks={r['ranks']} grid={r['grid']} n={r['n']} "
+              f"t={r['seconds']:.3f}s ({r['gflops']:.1f} GFLOP/s; model "
+              f"{r['predicted_over_measured']:.2f}x) sent/rank={max(r['bytes_sent'])} B "
+              f"{err}{' OVERSUBSCRIBED' if r['oversubscribed'] else ''}")
+    doc = {"meta": {"ranks": size, "cores": cores, "panel": a.panel, "sweep": a.sweep,
+                    "repeats": a.repeats, "threads_per_rank": 1,
+                    "network": {"key": net.key, "alpha_s": net.alpha_s, "beta_bps": net.beta_bps,
+                                "source": net.source},
+                    "network_calibration": net_rec, "profile": a.profile,
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+           "runs": runs}
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump(doc, fh, indent=2)
+    if a.plot and a.sweep:
+        from .plot import sweep_figure
+        sweep_figure(doc, a.plot)
+        print(f"plot -> {a.plot}")
+
+
+def _abort_on_error(f):
+    """Run ``f``; an exception on any rank aborts the job (the others would wait forever)."""
+    try:
+        return f()
+    except SystemExit:
+        raise
+    except BaseException:
+        import traceback
+
+        from mpi4py import MPI
+        traceback.print_exc()
+        MPI.COMM_WORLD.Abort(1)
+
+
+if __name__ == "__main__":
+    raise SystemExit(_abort_on_error(main))
