@@ -22,7 +22,7 @@ def run(A, B, shape, panel, emulated=False):
     dA = distributed.scatter(A if rank == 0 else None, grid)
     dB = distributed.scatter(B if rank == 0 else None, grid)
     if emulated:
-        return distributed.gather(distributed.dgemm(dA, dB, panel=panel), root=None), None
+        return distributed.gather(distributed.dgemm(dA, dB, panel=panel, mode="fast"), root=None), None
     C, info = distributed.summa(dA, dB, panel=panel, return_info=True)
     return distributed.gather(C, root=None), info
 
