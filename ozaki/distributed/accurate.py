@@ -3,17 +3,17 @@
 The serial decision (:func:`ozaki.decisions.decide_accurate`) runs on this rank's block
 with a :class:`GridReduce`, which combines what it reads across the grid:
 
-=======================  ==========================================  ================
-quantity                 read as                                     reduced over
-=======================  ==========================================  ================
-line data, exponents     ``Lines`` (MAX bits, OR non-finite, SUM nz)  k (row / column)
-floor sums ``rF, cF``    exact FP64 integer sums                     k (row / column)
-floor GEMM ``G``         SUMMA of the floor panels (exact integers)  k (the panels)
-``U`` row maxima ``mu``  MAX over a row's columns                    process row
-scaled column maxima     MAX over a column's rows                    process column
-failures, max ratio      exact SUM, MAX                              whole grid
-refined rows / columns   OR, then counted once                       row / column
-=======================  ==========================================  ================
+=======================  ================================================  ===============
+quantity                 read as                                           reduced over
+=======================  ================================================  ===============
+line data, exponents     ``Lines``: MAX bits, OR non-finite, SUM nonzeros  k (row, column)
+floor sums ``rF, cF``    exact FP64 integer sums                           k (row, column)
+floor GEMM ``G``         SUMMA of the floor panels (exact integers)        k (the panels)
+``U`` row maxima ``mu``  MAX over a row's columns                          process row
+scaled column maxima     MAX over a column's rows                          process column
+failures, max ratio      exact SUM, MAX                                    whole grid
+refined rows, columns    OR, then counted once                             row, column
+=======================  ================================================  ===============
 
 Every one is exact or a MAX/OR, so each rank decides what the whole product decides
 (counts, shifts of its rows and columns, whether and where to refine) and certifies its
