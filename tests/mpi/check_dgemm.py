@@ -9,13 +9,10 @@ from mpi4py import MPI
 
 import ozaki
 from ozaki import distributed
+from mpi_checks import same, raises
 
 world = MPI.COMM_WORLD
 rank = world.Get_rank()
-
-
-def same(a, b):
-    return a.shape == b.shape and np.array_equal(a.view(np.int64), b.view(np.int64))
 
 
 def case(name, A, B, shape, sub=None, **kw):
@@ -83,15 +80,6 @@ for mode in ("accurate", "fast"):
         assert "needs 3 processes" in str(exc)
     else:
         raise AssertionError("a 3 x 1 grid on 4 ranks was accepted")
-
-
-def raises(kind, text, f):
-    try:
-        f()
-    except kind as exc:
-        assert text in str(exc), (text, str(exc))
-    else:
-        raise AssertionError(f"no {kind.__name__} ({text})")
 
 
 grid = distributed.make_grid((2, 2), world)

@@ -11,6 +11,7 @@ from mpi4py import MPI
 
 import ozaki
 from ozaki import distributed
+from mpi_checks import raises
 
 world = MPI.COMM_WORLD
 rank = world.Get_rank()
@@ -81,15 +82,6 @@ for shape in [(2, 2), (1, 4), (4, 1)]:
         if rank == 0:
             print(f"bits grid={shape} panel={panel} native_differ={differ:.4f} "
                   f"emulated_differ={emu}", flush=True)
-
-
-def raises(kind, text, f):
-    try:
-        f()
-    except kind as exc:
-        assert text in str(exc), (text, str(exc))
-    else:
-        raise AssertionError(f"no {kind.__name__} ({text})")
 
 
 grid = distributed.make_grid((2, 2), world)

@@ -5,13 +5,10 @@ from mpi4py import MPI
 
 import ozaki
 from ozaki import distributed
+from mpi_checks import same
 
 world = MPI.COMM_WORLD
 rank = world.Get_rank()
-
-
-def same(a, b):
-    return a.shape == b.shape and np.array_equal(a.view(np.int64), b.view(np.int64))
 
 
 def case(name, A, B, shape, **kw):
