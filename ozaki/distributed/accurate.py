@@ -27,7 +27,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import decisions, scaling
-from ..backend import Operand
 from ..certify import Whole
 from ..moduli import auto_num_moduli
 from ..pipeline import _embedded_floors, _tie, _tile
@@ -105,11 +104,11 @@ def _floor_gemm(A, B, FA, FB, engine, r, width, complex_, tr):
     return G
 
 
-def decide_accurate(A, B, la, lb, opts, width, complex_, tr):
+def decide_accurate(A, B, oa, ob, la, lb, opts, width, complex_, tr):
     """The whole product's accurate-mode decision, for this rank's block.
 
-    ``la``, ``lb``: the line data of the (embedded) rows of ``A`` and columns of ``B``,
-    reduced along k. For a complex product the decision is that of the real embedding
+    ``oa``, ``ob``: this rank's (embedded) blocks as operands; ``la``, ``lb``: the line
+    data of their rows and columns, reduced along k. For a complex product the decision is that of the real embedding
     (its ``[Re | Im]`` columns tied, as :func:`ozaki.zgemm` ties them).
     """
     from mpi4py import MPI
@@ -119,8 +118,6 @@ def decide_accurate(A, B, la, lb, opts, width, complex_, tr):
     (Ea, za), (Eb, zb) = la.exponents, lb.exponents
     e = scaling.accurate_quantizers(Ea, za, r)
     f = scaling.accurate_quantizers(Eb, zb, r)
-    oa = Operand(embedded(A.local, 0)[None], 0)
-    ob = Operand(embedded(B.local, 1)[None], 1)
     FA = backend.quantize(oa, e, np.empty(oa.layout(1), np.float32))
     FB = backend.quantize(ob, f, np.empty(ob.layout(1), np.float32))
     if complex_:

@@ -185,7 +185,7 @@ def _product(A, B, grid, shape, opts, panel, return_info, bounds, complex_, MPI)
     ob = Operand(embedded(B.local, 1)[None], 1)
     la, lb = line_data(oa, backend, grid.row, MPI, tr), line_data(ob, backend, grid.col, MPI, tr)
     if opts.mode == "accurate":
-        dec = decide_accurate(A, B, la, lb, opts, panel, complex_, tr)
+        dec = decide_accurate(A, B, oa, ob, la, lb, opts, panel, complex_, tr)
     else:
         na = norm_data(oa, la, Ke, backend, grid.row, MPI, tr)
         nb = norm_data(ob, lb, Ke, backend, grid.col, MPI, tr)

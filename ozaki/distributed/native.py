@@ -1,7 +1,7 @@
 """Native FP64 SUMMA over the same layout and k-panels as :func:`~ozaki.distributed.dgemm`.
 
 The baseline of the distributed benchmarks and the counter-example of the docs: for
-each k-panel (:func:`~ozaki.distributed.emulated.panels`), the owners broadcast the
+each k-panel (:func:`~ozaki.distributed.panels`), the owners broadcast the
 FP64 panels of ``A`` along the process row and of ``B`` along the process column (the
 same bytes and messages as the emulated SUMMA's panel traffic), and each rank adds the
 product of what it received to its block of ``C`` in floating point.  The order of the
@@ -19,7 +19,7 @@ import numpy as np
 
 from .emulated import _check
 from .layout import DistributedMatrix
-from .modular import broadcast_panels, owners, panels
+from .modular import broadcast_panels, owners
 from .traffic import Traffic
 
 __all__ = ["SummaInfo", "summa"]
@@ -80,9 +80,10 @@ def summa(A: DistributedMatrix, B: DistributedMatrix, *, panel: int = 512,
     m, n = m1 - m0, n1 - n0
     info = SummaInfo()
     out = np.zeros((m, n))
-    info.panels = len(panels(K, grid.P, grid.Q, int(panel))) if K else 0
+    cuts = list(owners(grid, K, int(panel))) if K else []
+    info.panels = len(cuts)
     sec = info.seconds
-    for k0, k1, qa, a0, pb, b0 in (owners(grid, K, int(panel)) if K else ()):
+    for k0, k1, qa, a0, pb, b0 in cuts:
         t0 = time.perf_counter()
         pa, pbk = broadcast_panels(A, B, k0, k1, qa, a0, pb, b0, info.traffic)
         t1 = time.perf_counter()
