@@ -19,7 +19,6 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
@@ -35,6 +34,7 @@ import ozaki  # noqa: E402
 from ozaki.moduli import MODULI  # noqa: E402
 
 from . import families, plots, report, suite  # noqa: E402
+from .options import campaign_parser  # noqa: E402
 
 
 def _clean(x):
@@ -59,12 +59,8 @@ def _num(x):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m validation", description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="the CI tier (under 2 minutes)")
-    ap.add_argument("--out", default="build/validation", help="output folder")
-    ap.add_argument("--docs", default=None, help="docs folder to refresh (e.g. docs)")
-    ap.add_argument("--case", action="append", default=None,
-                    help="run only the named case(s) (names as in the report)")
+    ap = campaign_parser("python -m validation", __doc__.split("\n")[0],
+                         "the CI tier (under 2 minutes)")
     args = ap.parse_args(argv)
 
     cases = families.cases(args.quick)

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import platform
@@ -22,6 +21,7 @@ from tqdm import tqdm
 import ozaki
 
 from .. import report as render
+from ..options import campaign_parser
 from . import campaign, cases as families, report
 from .reference import SMALL_CHECKS, check_long_double
 
@@ -76,13 +76,8 @@ def _rst(bl, image_prefix: str = "") -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m validation.fft",
-                                 description="The FFT accuracy campaign.")
-    ap.add_argument("--quick", action="store_true", help="the CI tier (under a minute)")
-    ap.add_argument("--out", default="build/validation", help="output folder")
-    ap.add_argument("--docs", default=None, help="docs folder to refresh (e.g. docs)")
-    ap.add_argument("--case", action="append", default=None,
-                    help="run only the named case(s) (names as in the report)")
+    ap = campaign_parser("python -m validation.fft", "The FFT accuracy campaign.",
+                         "the CI tier (under a minute)")
     args = ap.parse_args(argv)
     cases = families.cases(args.quick)
     if args.case:
