@@ -30,7 +30,7 @@ import numpy as np
 from . import exactdot
 from .special import apply_nonfinite
 
-__all__ = ["exact_entries", "overflow_risk", "exact_bound"]
+__all__ = ["exact_entries", "overflow_risk", "exact_bound", "needs_operands", "finish"]
 
 #: ``(|A||B|)_ij`` below ``2**OVERFLOW_EXPONENT`` cannot over- or mis-flow.
 OVERFLOW_EXPONENT = 1023
@@ -96,6 +96,25 @@ def overflow_risk(A: np.ndarray, B: np.ndarray, Ea: np.ndarray, zero_a: np.ndarr
     return mask if mask.any() else None
 
 
+def needs_operands(la, lb, k: int, b: int, mask=None):
+    """Per slice, whether :func:`finish` reads the operands: ``(busy, near, bad_a, bad_b)``.
+
+    ``near``: some ``(|A||B|)_ij`` may reach ``2**1023`` (line exponents); ``bad_a``,
+    ``bad_b``: non-finite entries; ``busy`` any of them or a fallback entry in ``mask``.
+    """
+    (Ea, za), (Eb, zb) = la.exponents, lb.exponents
+    lk = int(np.ceil(np.log2(max(k, 1))))
+    top_a = np.where(za, -10 ** 6, Ea).max(axis=1, initial=-10 ** 6)
+    top_b = np.where(zb, -10 ** 6, Eb).max(axis=1, initial=-10 ** 6)
+    near = np.broadcast_to(top_a + top_b + lk >= OVERFLOW_EXPONENT, (b,))
+    bad_a = np.broadcast_to(la.bad.any(axis=1), (b,))
+    bad_b = np.broadcast_to(lb.bad.any(axis=1), (b,))
+    busy = near | bad_a | bad_b
+    if mask is not None:
+        busy = busy | mask.any(axis=(1, 2))
+    return busy, near, bad_a, bad_b
+
+
 def finish(info, dec, policy: str, out: np.ndarray, la, lb, k: int, b: int, complex_: bool,
            operands) -> None:
     """After the reconstruction: bounds, exact fallback, overflow guard, non-finite values.
@@ -118,15 +137,7 @@ def finish(info, dec, policy: str, out: np.ndarray, la, lb, k: int, b: int, comp
         info.fallback_entries = int(mask.sum())
         info.fallback_block = (int(mask.any(axis=2).sum()), int(mask.any(axis=1).sum()))
     (Ea, za), (Eb, zb) = la.exponents, lb.exponents
-    lk = int(np.ceil(np.log2(max(k, 1))))
-    top_a = np.where(za, -10 ** 6, Ea).max(axis=1, initial=-10 ** 6)
-    top_b = np.where(zb, -10 ** 6, Eb).max(axis=1, initial=-10 ** 6)
-    near = np.broadcast_to(top_a + top_b + lk >= OVERFLOW_EXPONENT, (b,))
-    bad_a = np.broadcast_to(la.bad.any(axis=1), (b,))
-    bad_b = np.broadcast_to(lb.bad.any(axis=1), (b,))
-    busy = near | bad_a | bad_b
-    if mask is not None:
-        busy = busy | mask.any(axis=(1, 2))
+    busy, near, bad_a, bad_b = needs_operands(la, lb, k, b, mask)
     exact = 0
     for g in np.flatnonzero(busy):
         Ag, Bg = operands(g)

@@ -229,12 +229,7 @@ def _product(A, B, grid, shape, opts, panel, return_info, bounds, complex_, MPI)
 
 def _finish(grid, A, B, info, dec, mask, opts, out, la, lb, Ke, complex_, MPI, tr):
     """Fallback, overflow guard and non-finite values, with the full lines where needed."""
-    (Ea, za), (Eb, zb) = la.exponents, lb.exponents
-    lk = int(np.ceil(np.log2(max(Ke, 1))))
-    top = lambda E, z: int(np.where(z, -10 ** 6, E).max(initial=-10 ** 6))  # noqa: E731
-    busy = np.array([int(top(Ea, za) + top(Eb, zb) + lk >= _fallback.OVERFLOW_EXPONENT
-                         or la.bad.any() or lb.bad.any()
-                         or (mask is not None and mask.any()))], np.int64)
+    busy = np.array([int(_fallback.needs_operands(la, lb, Ke, 1, mask)[0][0])], np.int64)
     allreduce(grid.comm, busy, MPI.MAX, tr)
     operands = None
     if busy[0]:  # every rank joins the gathers, whether or not its block needs them
