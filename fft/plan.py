@@ -30,11 +30,12 @@ from __future__ import annotations
 import math
 import time
 from functools import lru_cache
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 import ozaki
+from ozaki.arguments import resolve
 
 from . import tables
 from .kernels import twiddle_transpose
@@ -288,7 +289,6 @@ class Plan:
                  engine: str = "auto", num_moduli: int | str = "auto", native: bool = False):
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"invalid number of data points ({n}) specified")
-        from ozaki.arguments import resolve
         resolve(scheme, num_moduli, mode, engine)  # the errors ozaki.dgemm would raise
         self.n = int(n)
         self.options = _Options(scheme, mode, engine, num_moduli, bool(native))

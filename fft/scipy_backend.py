@@ -15,8 +15,6 @@ FP64-grade transform does not serve, and for arrays of non-numeric dtype
 
 from __future__ import annotations
 
-import numpy as np
-
 from . import transforms
 
 __all__ = ["__ua_domain__", "__ua_function__"]
