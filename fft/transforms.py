@@ -301,25 +301,34 @@ def _c2r(x, s, axes, norm, workers, plan, conj_in=False, swap=False):
     with _threads(workers):
         for i, ax in reversed(list(enumerate(axes[:-1]))):
             S = _along(S, ax, _plan_for(plan, i, a.shape[ax]))
-        # The imaginary parts of the zero and (even n) Nyquist frequencies do not enter a
-        # real result: drop them (finite ones; NaN and inf propagate, as in scipy) so that
-        # they do not set their column's power-of-two shift.
-        h = n_last // 2 + 1
-        for k in {0, n_last // 2} if n_last % 2 == 0 else {0}:
-            im = S[(1,) + (slice(None),) * last + (slice(k, k + 1),)]  # a view
-            im[np.isfinite(im)] = 0.0
-        # Hermitian completion along the last axis: X[n-k] = conj(X[k])
-        full = np.empty(S.shape[:last + 1] + (n_last,) + S.shape[last + 2:])
-        idx = (slice(None),) * (last + 1)
-        full[idx + (slice(0, h),)] = S
-        m = n_last - h
-        if m:
-            mirror = np.flip(S[idx + (slice(1, m + 1),)], axis=last + 1)  # k = m .. 1
-            full[(0,) + idx[1:] + (slice(h, None),)] = mirror[0]
-            full[(1,) + idx[1:] + (slice(h, None),)] = -mirror[1]
+        full = _complete(S, last, n_last)
         R = _along(full, last, _plan_for(plan, len(axes) - 1, n_last), real_out=True)
     total = int(np.prod([a.shape[ax] for ax in axes[:-1]], dtype=np.int64)) * n_last
     return _finish(_scale(R, _swap(norm) if swap else norm, True, total), single, True)
+
+
+def _complete(S: np.ndarray, last: int, n_last: int) -> np.ndarray:
+    """The full split spectrum of length ``n_last`` along axis ``last`` of a split half
+    spectrum ``S`` (``n_last // 2 + 1`` entries there): ``X[n - k] = conj(X[k])``.
+
+    The imaginary parts of the zero and (even ``n_last``) Nyquist frequencies do not
+    enter a real result: they are dropped first (finite ones, in place; NaN and inf
+    propagate, as in scipy), so that they do not set their column's power-of-two shift.
+    """
+    h = n_last // 2 + 1
+    for k in {0, n_last // 2} if n_last % 2 == 0 else {0}:
+        im = S[(1,) + (slice(None),) * last + (slice(k, k + 1),)]  # a view
+        im[np.isfinite(im)] = 0.0
+    # Hermitian completion along the last axis: X[n-k] = conj(X[k])
+    full = np.empty(S.shape[:last + 1] + (n_last,) + S.shape[last + 2:])
+    idx = (slice(None),) * (last + 1)
+    full[idx + (slice(0, h),)] = S
+    m = n_last - h
+    if m:
+        mirror = np.flip(S[idx + (slice(1, m + 1),)], axis=last + 1)  # k = m .. 1
+        full[(0,) + idx[1:] + (slice(h, None),)] = mirror[0]
+        full[(1,) + idx[1:] + (slice(h, None),)] = -mirror[1]
+    return full
 
 
 def _one(n) -> list[int] | None:

@@ -59,6 +59,16 @@ def test_dgemm_bitwise_equal_to_serial_on_every_grid():
     assert "refined=(0, 0)" not in part and "refined=(40, 40)" not in part  # a sub-block
 
 
+def test_fft_bitwise_equal_to_serial_on_every_grid():
+    import fft
+    fft.fftn(np.ones((2, 3, 4)))  # warm the twiddle kernel's cache
+    out = launch("check_fft.py")
+    for grid in ("1x1", "1x4", "2x2", "4x1"):
+        assert f"grid={grid}" in out
+    assert out.count("ok errors") == 3
+    assert "ok (17, 12, 30) grid=2x2" in out
+
+
 def test_native_summa_accurate_but_its_bits_follow_the_grid():
     out = launch("check_summa.py")
     assert "ALL OK" in out

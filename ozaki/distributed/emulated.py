@@ -44,7 +44,7 @@ from ..moduli import MODULI, auto_num_moduli
 from ..products import gemms_per_modulus
 from .accurate import decide_accurate, real_operands
 from .fast import decide_fast, line_data, norm_data
-from .layout import DistributedMatrix
+from .layout import DistributedMatrix, agree
 from .modular import embedded, modular_summa
 from .traffic import Traffic, allgather_blocks, allreduce
 
@@ -63,8 +63,9 @@ def _check(A, B, options: dict, complex_: bool, MPI):
     if not isinstance(home, DistributedMatrix):  # no communicator to agree on
         raise TypeError("A and B must be ozaki.distributed.DistributedMatrix (see scatter)")
     grid = home.grid
-    error, mine, opts = None, None, None
-    try:
+    resolved = {}
+
+    def check():
         if not isinstance(A, DistributedMatrix) or not isinstance(B, DistributedMatrix):
             raise TypeError("A and B must be ozaki.distributed.DistributedMatrix (see scatter)")
         if B.grid.comm is not grid.comm and MPI.Comm.Compare(B.grid.comm, grid.comm) not in (
@@ -76,21 +77,13 @@ def _check(A, B, options: dict, complex_: bool, MPI):
         if isinstance(panel, bool) or not isinstance(panel, (int, np.integer)) or panel < 1:
             raise ValueError(f"panel must be a positive integer, got {panel!r}")
         from ..front import _options
-        opts = _options(*(options[k] for k in ("scheme", "num_moduli", "mode", "engine",
-                                              "fallback", "bounds")))
-        mine = (tuple(A.shape), tuple(B.shape), (A.grid.P, A.grid.Q), (B.grid.P, B.grid.Q),
+        resolved["opts"] = _options(*(options[k] for k in ("scheme", "num_moduli", "mode",
+                                                           "engine", "fallback", "bounds")))
+        return (tuple(A.shape), tuple(B.shape), (A.grid.P, A.grid.Q), (B.grid.P, B.grid.Q),
                 repr(sorted((k, str(getattr(v, "name", v))) for k, v in options.items())))
-    except (TypeError, ValueError) as exc:
-        error = exc
-    every = grid.comm.allgather((None if error is None else (type(error), str(error)), mine))
-    errors = [e for e, _ in every if e is not None]
-    if errors:
-        kind, text = errors[0]
-        raise kind(text if error is None else str(error))
-    if any(m != every[0][1] for _, m in every):
-        raise ValueError("the ranks disagree on the global shapes, grids or options: "
-                         f"{sorted({m for _, m in every})}")
-    (M, K), (K2, N), ga, gb, _ = every[0][1]
+
+    (M, K), (K2, N), ga, gb, _ = agree(grid.comm, check)
+    opts = resolved["opts"]
     if ga != gb:
         raise ValueError(f"A is on a {ga[0]} x {ga[1]} grid, B on {gb[0]} x {gb[1]}")
     if K != K2:

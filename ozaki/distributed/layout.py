@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Grid", "make_grid", "bounds", "DistributedMatrix", "scatter", "gather"]
+__all__ = ["Grid", "make_grid", "bounds", "DistributedMatrix", "scatter", "gather",
+           "send_blocks", "assemble", "agree"]
 
 
 def _mpi():
@@ -167,33 +168,82 @@ def scatter(A: Any, grid: Grid, root: int = 0, shape: tuple[int, int] | None = N
     if error is not None:
         raise type(error)(str(error))
     shape = tuple(shape)
-    M, N = shape
-    rb, cb = bounds(M, grid.P), bounds(N, grid.Q)
-    if comm.Get_rank() == root:
-        for r in range(comm.Get_size()):
-            p, q = divmod(r, grid.Q)
-            block = np.ascontiguousarray(A[rb[p]:rb[p + 1], cb[q]:cb[q + 1]])
-            if r == root:
-                mine = block.copy()
-            else:
-                comm.Send(block, dest=r, tag=7)
-    else:
-        mine = np.empty((rb[grid.p + 1] - rb[grid.p], cb[grid.q + 1] - cb[grid.q]), dtype)
-        comm.Recv(mine, source=root, tag=7)
+    rb, cb = bounds(shape[0], grid.P), bounds(shape[1], grid.Q)
+
+    def block(r: int) -> tuple[slice, slice]:
+        p, q = divmod(r, grid.Q)
+        return slice(rb[p], rb[p + 1]), slice(cb[q], cb[q + 1])
+
+    mine = send_blocks(comm, A, block, root, dtype)
     return DistributedMatrix(mine, shape, grid)
 
 
 def gather(D: DistributedMatrix, root: int | None = 0) -> np.ndarray | None:
     """The whole matrix on ``root`` (``None`` elsewhere); ``root=None``: on every rank."""
-    grid, comm = D.grid, D.grid.comm
-    M, N = D.shape
-    rb, cb = bounds(M, grid.P), bounds(N, grid.Q)
+    grid = D.grid
+    rb, cb = bounds(D.shape[0], grid.P), bounds(D.shape[1], grid.Q)
+
+    def block(r: int) -> tuple[slice, slice]:
+        p, q = divmod(r, grid.Q)
+        return slice(rb[p], rb[p + 1]), slice(cb[q], cb[q + 1])
+
+    return assemble(grid.comm, D.local, block, D.shape, root)
+
+
+def send_blocks(comm, A: np.ndarray | None, block, root: int, dtype) -> np.ndarray:
+    """This rank's block ``A[block(rank)]`` of the array ``A`` held by ``root`` (a copy).
+
+    ``block(r)`` gives rank ``r``'s index as a tuple of slices with explicit bounds;
+    ``dtype`` is ``A``'s (known on every rank). Point-to-point sends from ``root``.
+    """
+    rank = comm.Get_rank()
+    if rank == root:
+        for r in range(comm.Get_size()):
+            piece = np.ascontiguousarray(A[block(r)])
+            if r == root:
+                mine = piece.copy()
+            else:
+                comm.Send(piece, dest=r, tag=7)
+        return mine
+    mine = np.empty(tuple(int(s.stop - s.start) for s in block(rank)), dtype)
+    comm.Recv(mine, source=root, tag=7)
+    return mine
+
+
+def assemble(comm, local: np.ndarray, block, shape: tuple, root: int | None) -> np.ndarray | None:
+    """The whole ``shape`` array from the ranks' ``local`` blocks ``block(r)`` (see
+    :func:`send_blocks`), on ``root`` (``None`` elsewhere) or, for ``None``, on every rank."""
     from .traffic import gather_blocks
-    blocks = gather_blocks(comm, D.local, root)  # buffers, not pickles: any size
+    blocks = gather_blocks(comm, local, root)  # buffers, not pickles: any size
     if blocks is None:
         return None
-    out = np.empty((M, N), np.result_type(*blocks))
-    for r, block in enumerate(blocks):
-        p, q = divmod(r, grid.Q)
-        out[rb[p]:rb[p + 1], cb[q]:cb[q + 1]] = block
+    out = np.empty(shape, np.result_type(*blocks))
+    for r, piece in enumerate(blocks):
+        out[block(r)] = piece
     return out
+
+
+def agree(comm, check) -> Any:
+    """The same verdict on every rank, before any other collective.
+
+    Each rank runs ``check()``, which validates its own arguments and returns what
+    the ranks must agree on (a picklable, comparable value), or raises ``TypeError``
+    or ``ValueError``. The ranks then compare: an error anywhere is raised everywhere
+    (the rank's own, or the first rank's), and ranks that were given different things
+    raise ``ValueError`` -- so no rank waits in a collective the others skipped.
+    Returns the agreed value.
+    """
+    error, mine = None, None
+    try:
+        mine = check()
+    except (TypeError, ValueError) as exc:
+        error = exc
+    every = comm.allgather((None if error is None else (type(error), str(error)), mine))
+    errors = [e for e, _ in every if e is not None]
+    if errors:
+        kind, text = errors[0]
+        raise kind(text if error is None else str(error))
+    if any(m != every[0][1] for _, m in every):
+        raise ValueError("the ranks disagree on the global shapes, grids or options: "
+                         f"{sorted({repr(m) for _, m in every})}")
+    return every[0][1]

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Traffic", "bcast", "allreduce", "allgather", "allgather_blocks", "gather_blocks"]
+__all__ = ["Traffic", "bcast", "allreduce", "allgather", "allgather_blocks", "gather_blocks",
+           "alltoallv"]
 
 
 @dataclass
@@ -51,6 +52,22 @@ def allreduce(comm, buf: np.ndarray, op, traffic: Traffic | None, kind: str = "d
     if traffic is not None:
         s = comm.Get_size() - 1
         traffic.add(kind, s * buf.nbytes, s)
+
+
+def alltoallv(comm, send: np.ndarray, send_counts, recv: np.ndarray, recv_counts,
+              traffic: Traffic | None, kind: str = "transposes") -> None:
+    """``comm.Alltoallv``: rank ``j`` gets ``send``'s ``send_counts[j]`` elements after the
+    first ``sum(send_counts[:j])``; ``recv`` takes what each rank sends this one, in rank
+    order. Counted on every rank: the elements it sends the other ``s - 1`` ranks, in
+    ``s - 1`` messages (flat convention, empty ones included)."""
+    sc = np.asarray(send_counts, np.int64)
+    rc = np.asarray(recv_counts, np.int64)
+    sd = np.concatenate([[0], np.cumsum(sc)[:-1]])
+    rd = np.concatenate([[0], np.cumsum(rc)[:-1]])
+    comm.Alltoallv([send, (sc, sd)], [recv, (rc, rd)])
+    if traffic is not None:
+        s, me = comm.Get_size(), comm.Get_rank()
+        traffic.add(kind, (int(sc.sum()) - int(sc[me])) * send.itemsize, s - 1)
 
 
 def _payload(obj) -> int:

@@ -1,5 +1,8 @@
 """Helpers of the scripts run under ``mpiexec`` (imported from their own folder)."""
 
+import sys
+import time
+
 import numpy as np
 
 
@@ -16,3 +19,23 @@ def raises(kind, text, f) -> None:
         assert text in str(exc), (text, str(exc))
     else:
         raise AssertionError(f"no {kind.__name__} ({text})")
+
+
+def _abort(kind, value, tb):
+    """An uncaught error on one rank ends the job (the others would wait forever)."""
+    import traceback
+
+    from mpi4py import MPI
+    traceback.print_exception(kind, value, tb)
+    MPI.COMM_WORLD.Abort(1)
+
+
+sys.excepthook = _abort
+
+
+def idle_barrier(comm, poll: float = 0.005) -> None:
+    """A barrier that sleeps while it waits (MPICH's spins, taking a core from the
+    ranks still at work)."""
+    req = comm.Ibarrier()
+    while not req.Test():
+        time.sleep(poll)
