@@ -68,6 +68,21 @@ def calibrate(comm) -> dict | None:
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
+def load_net(comm, spec: str | None):
+    """The network of the predictions and its calibration record: ``spec`` (a key of
+    ``tme_model/data/networks.toml`` or a file), else a ping-pong now (more than one
+    rank), else NDR (one rank: no communication to predict)."""
+    from tme_model.network import Network, load_network
+
+    rec = calibrate(comm) if spec is None and comm.Get_size() > 1 else None
+    if spec:
+        return load_network(spec), None
+    if rec:
+        return Network("local", rec["name"], rec["alpha_s"], rec["beta_bps"],
+                       "ping-pong in this job"), rec
+    return load_network("ndr"), None
+
+
 def main(argv=None) -> int:
     from mpi4py import MPI
 

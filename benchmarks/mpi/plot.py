@@ -49,3 +49,48 @@ def sweep_figure(doc: dict, path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def fft_figure(doc: dict, path: str) -> None:
+    """Strong scaling of the distributed 3-D FFT: time against ranks, slabs and pencils,
+    emulated and native plans, measured (markers; hollow where oversubscribed) and
+    modelled (dashed)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs, meta = doc["runs"], doc["meta"]
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    colours = {"emulated": "tab:blue", "native": "tab:orange"}
+    for kind in ("emulated", "native"):
+        for deco, mark in (("slab", "o"), ("pencil", "s"), ("serial", "o")):
+            rs = sorted((r for r in runs if r["kind"] == kind and r["decomposition"] in
+                         (deco, "serial" if deco == "slab" else "-")), key=lambda r: r["ranks"])
+            if deco == "serial" or not rs:
+                continue
+            x = np.array([r["ranks"] for r in rs])
+            t = np.array([r["seconds"] for r in rs])
+            over = np.array([r["oversubscribed"] for r in rs])
+            c = colours[kind]
+            ax.plot(x, [r["predicted_s"] for r in rs], "--", color=c, marker=mark, mfc="none",
+                    alpha=0.6, label=f"{kind} {deco}, modelled (TME + alpha-beta)")
+            ax.plot(x[~over], t[~over], "-", color=c, marker=mark, label=f"{kind} {deco}")
+            if over.any():
+                ax.plot(x[over], t[over], mark, mfc="none", color=c)
+    cores = meta["cores"]
+    top = max(r["ranks"] for r in runs)
+    if top > cores:
+        ax.axvspan(cores + 0.5, top + 0.5, color="0.9", zorder=0)
+        ax.text(cores + 0.6, 0.98, "oversubscribed:\ncorrectness,\nnot speed", va="top",
+                fontsize=8, transform=ax.get_xaxis_transform())
+    ax.set_yscale("log")
+    ax.set_xlabel("MPI ranks (one thread each)")
+    ax.set_ylabel("forward transform time [s]")
+    ax.set_xticks(sorted({r["ranks"] for r in runs}))
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    ax.set_title(f"{meta['transform']} {meta['n']}^3, strong scaling on {cores} cores "
+                 f"(pencils: 2x2)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

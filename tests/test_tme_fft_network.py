@@ -1,0 +1,100 @@
+"""tme_model.fft_network: the distributed 3-D FFT's schedule, exact traffic and time.
+
+The schedule is checked against fft.distributed's own layout arithmetic (a separate
+implementation), the time against the serial FFT model it must reduce to on one rank.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import fft
+from fft.distributed.layout import block
+from tme_model import fft_network as N
+from tme_model import fft_workload as F
+from tme_model.network import Network
+from tme_model.profile import PhaseCosts, Profile
+
+PROFILE = Profile("local", 0.05, 0.01, 0.012, {"fp64": {"cpu-blas": 0.04}},
+                  phases={"fp64": PhaseCosts(2e-9, 4e-9, 1.5e-9, 3e-9, 1e-3)}, fp64_n0=300.0,
+                  lowp_n0={"fp64": {"cpu-blas": 80.0}})
+NET = Network("test", "test", 2e-6, 5e9)
+
+
+def _points(index) -> int:
+    return math.prod(s.stop - s.start for s in index)
+
+
+def _overlap(a, b) -> int:
+    return math.prod(max(0, min(x.stop, y.stop) - max(x.start, y.start)) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("shape,P,Q,transform", [((6, 5, 7), 2, 2, "c2c"), ((3, 9, 10), 4, 1, "c2c"),
+                                                 ((8, 3, 5), 1, 3, "r2c"), ((7, 6, 9), 3, 2, "r2c")])
+def test_schedule_and_bytes_follow_the_layout(shape, P, Q, transform):
+    steps = N.fft3d_steps(shape, P, Q, transform)
+    sh = list(shape)
+    transforms = [s for s in steps if isinstance(s, N.LocalTransform)]
+    assert [t.axis for t in transforms] == [2, 1, 0]  # last to first, as fft.fftn
+    for st in steps:
+        if isinstance(st, N.LocalTransform):
+            # every point of the array is in exactly one rank's columns
+            assert sum(st.widths) * st.length == math.prod(sh)
+            if st.real_in:
+                sh[st.axis] = sh[st.axis] // 2 + 1
+            continue
+        (a, b), new = st.before, st.after
+        assert new == ((3 - a - b, b) if st.axis == a else (a, 3 - a - b))
+        assert st.size == (P if st.axis == a else Q) > 1
+        item = 16 if transform == "c2c" or sh[2] != shape[2] else 8
+        for r in range(P * Q):  # all the rank holds but what it keeps
+            old_i, new_i = block(sh, P, Q, st.before, r), block(sh, P, Q, new, r)
+            assert st.points[r] == _points(old_i)
+            assert st.bytes[r] == (_points(old_i) - _overlap(old_i, new_i)) * item
+    exchanges = [s for s in steps if isinstance(s, N.Exchange)]
+    assert len(exchanges) == (P > 1) + (Q > 1)  # a slab's trivial cut costs nothing
+
+
+def test_one_rank_is_the_serial_model():
+    shape = (12, 10, 16)
+    got = N.fft3d_time(shape, 1, 1, PROFILE, NET)
+    serial = F.predict_fft(F.fft_workload(shape), PROFILE)
+    assert got["network_s"] == 0.0
+    # the stage products and twiddles are the serial model's; its layout passes too
+    assert got["transforms_s"] == pytest.approx(sum(serial.gemm_s) + serial.twiddle_s)
+    assert got["passes_s"] == pytest.approx(serial.layout_s, rel=0.35)
+
+
+def test_rates_divide_their_terms_and_the_network_adds_alpha_beta():
+    shape, P = (16, 12, 10), 4
+    base = N.fft3d_time(shape, P, 1, PROFILE, NET)
+    fast = N.fft3d_time(shape, P, 1, PROFILE, NET, rates=2.0)
+    assert fast["transforms_s"] == pytest.approx(base["transforms_s"] / 2)
+    assert fast["passes_s"] == pytest.approx(base["passes_s"] / 2)
+    assert fast["network_s"] == base["network_s"]
+    (ex,) = [s for s in N.fft3d_steps(shape, P, 1) if isinstance(s, N.Exchange)]
+    assert base["network_s"] == pytest.approx((P - 1) * NET.alpha_s + max(ex.bytes) / NET.beta_bps)
+    # only the products' rate moves the products
+    from types import SimpleNamespace
+    r = dict.fromkeys(N.RATE_KINDS, 1.0)
+    slow = N.fft3d_time(shape, P, 1, PROFILE, NET, rates=SimpleNamespace(**{**r, "products": 0.5}))
+    assert slow["transforms_s"] > base["transforms_s"] and slow["passes_s"] == base["passes_s"]
+
+
+def test_more_ranks_less_compute_and_flops_convention():
+    shape = (32, 32, 32)
+    t = [N.fft3d_time(shape, P, Q, PROFILE, NET)["transforms_s"] for P, Q in ((1, 1), (2, 1),
+                                                                               (4, 1))]
+    assert t[0] > t[1] > t[2]
+    assert N.fft3d_flops(shape) == 5 * 32 ** 3 * 15 == 2 * N.fft3d_flops(shape, "r2c")
+
+
+@pytest.mark.parametrize("bad", [dict(transform="c2r"), dict(shape=(4, 4)), dict(P=0)])
+def test_bad_arguments(bad):
+    kw = dict(shape=(4, 4, 4), P=2, Q=1, transform="c2c") | bad
+    with pytest.raises(ValueError):
+        N.fft3d_steps(kw.pop("shape"), kw.pop("P"), kw.pop("Q"), **kw)
