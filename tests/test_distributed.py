@@ -132,7 +132,8 @@ def test_fft3d_benchmark_sweeps_slabs_and_pencils_with_exact_traffic(tmp_path):
                                                        os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([MPIEXEC, "-n", "4", sys.executable, "-m", "benchmarks.mpi.fft3d",
                            "--n", "10", "--sweep", "strong", "--repeats", "1", "--network",
-                           "ndr", "--json", str(out), "--plot", str(png)],
+                           "ndr", "--json", str(out), "--plot", str(png), "--table",
+                           str(tmp_path / "t.rst")],
                           capture_output=True, text=True, timeout=300, env=env,
                           cwd=str(HERE.parent))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -142,7 +143,7 @@ def test_fft3d_benchmark_sweeps_slabs_and_pencils_with_exact_traffic(tmp_path):
     for r in runs:
         if r["kind"] == "emulated":
             assert r["differing_words_vs_serial"] == 0
-        assert r["rel_l2_error_vs_scipy"] < 1e-14
+        assert r["rel_l2_error_vs_scipy"] < 1e-14 and r["roundtrip_max_error"] < 1e-14
         P, Q = map(int, r["grid"].split("x"))
         sent = [0] * (P * Q)
         for st in fft3d_steps((10, 10, 10), P, Q):
@@ -152,3 +153,4 @@ def test_fft3d_benchmark_sweeps_slabs_and_pencils_with_exact_traffic(tmp_path):
         assert r["oversubscribed"] == (r["ranks"] > len(os.sched_getaffinity(0)))
         assert r["predicted_s"] > 0 and r["phases"]["transforms"] > 0
     assert png.stat().st_size > 10_000
+    assert (tmp_path / "t.rst").read_text().count("   * - ") == len(runs) + 1  # and a header

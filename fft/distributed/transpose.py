@@ -27,8 +27,9 @@ from .layout import DistributedArray, check_split
 __all__ = ["exchange", "make_local", "redistribute", "route"]
 
 
-def _take(ndim: int, axis: int, lo: int, hi: int) -> tuple:
-    return (slice(None),) * axis + (slice(lo, hi),)
+def _take(axis: int, lo: int, hi: int) -> tuple:
+    """The index of entries ``[lo, hi)`` along ``axis``."""
+    return (slice(None),) * axis + (slice(int(lo), int(hi)),)
 
 
 def exchange(comm, S: np.ndarray, joined: int, cut: int, n_joined: int,
@@ -60,7 +61,7 @@ def exchange(comm, S: np.ndarray, joined: int, cut: int, n_joined: int,
     at = 0
     for j in range(s):
         send[at:at + send_counts[j]].reshape(sent_shapes[j])[...] = \
-            S[_take(S.ndim, cut, edges_c[j], edges_c[j + 1])]
+            S[_take(cut, edges_c[j], edges_c[j + 1])]
         at += send_counts[j]
     recv = np.empty(sum(recv_counts), S.dtype)
     t1 = time.perf_counter()
@@ -72,7 +73,7 @@ def exchange(comm, S: np.ndarray, joined: int, cut: int, n_joined: int,
     out = np.empty(shape, S.dtype)
     at = 0
     for j in range(s):
-        out[_take(out.ndim, joined, edges_j[j], edges_j[j + 1])] = \
+        out[_take(joined, edges_j[j], edges_j[j + 1])] = \
             recv[at:at + recv_counts[j]].reshape(recv_shapes[j])
         at += recv_counts[j]
     if seconds is not None:
