@@ -168,26 +168,24 @@ def scatter(A: Any, grid: Grid, root: int = 0, shape: tuple[int, int] | None = N
     if error is not None:
         raise type(error)(str(error))
     shape = tuple(shape)
-    rb, cb = bounds(shape[0], grid.P), bounds(shape[1], grid.Q)
-
-    def block(r: int) -> tuple[slice, slice]:
-        p, q = divmod(r, grid.Q)
-        return slice(rb[p], rb[p + 1]), slice(cb[q], cb[q + 1])
-
-    mine = send_blocks(comm, A, block, root, dtype)
+    mine = send_blocks(comm, A, _blocks(shape, grid), root, dtype)
     return DistributedMatrix(mine, shape, grid)
 
 
 def gather(D: DistributedMatrix, root: int | None = 0) -> np.ndarray | None:
     """The whole matrix on ``root`` (``None`` elsewhere); ``root=None``: on every rank."""
-    grid = D.grid
-    rb, cb = bounds(D.shape[0], grid.P), bounds(D.shape[1], grid.Q)
+    return assemble(D.grid.comm, D.local, _blocks(D.shape, D.grid), D.shape, root)
+
+
+def _blocks(shape: tuple[int, int], grid: Grid):
+    """``r -> `` rank ``r``'s block of a ``shape`` matrix (row and column slices)."""
+    rb, cb = bounds(shape[0], grid.P), bounds(shape[1], grid.Q)
 
     def block(r: int) -> tuple[slice, slice]:
         p, q = divmod(r, grid.Q)
-        return slice(rb[p], rb[p + 1]), slice(cb[q], cb[q + 1])
+        return slice(int(rb[p]), int(rb[p + 1])), slice(int(cb[q]), int(cb[q + 1]))
 
-    return assemble(grid.comm, D.local, block, D.shape, root)
+    return block
 
 
 def send_blocks(comm, A: np.ndarray | None, block, root: int, dtype) -> np.ndarray:

@@ -4,7 +4,8 @@ The count is the logical point-to-point traffic of *flat* collectives, the
 convention of the alpha-beta network model (:mod:`tme_model`): a broadcast's root
 sends its buffer to each of the other ``s - 1`` ranks (``s - 1`` messages), the
 others send nothing; in an all-reduce or an all-gather every rank sends its
-contribution to each of the other ``s - 1`` ranks. MPI's own algorithms (trees,
+contribution to each of the other ``s - 1`` ranks; in an all-to-all each rank sends
+each of the others its own block (``s - 1`` messages, what it keeps not counted). MPI's own algorithms (trees,
 rings) move the same payload in other patterns; what is counted here is what the
 algorithm asks for, the same on every MPI library.
 """
