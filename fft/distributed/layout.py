@@ -76,14 +76,15 @@ class DistributedArray:
         self.shape = tuple(int(n) for n in self.shape)
         if len(self.shape) != 3 or min(self.shape) < 1:
             raise ValueError(f"shape must be three positive lengths, got {self.shape}")
+        self.validate()
+
+    def validate(self) -> None:
+        """Check that ``local`` is a float64 or complex128 array (``TypeError`` otherwise)
+        of this rank's block shape (``ValueError`` otherwise)."""
         if not isinstance(self.local, np.ndarray) or self.local.dtype not in (np.float64,
                                                                              np.complex128):
             raise TypeError("the local block must be a float64 or complex128 ndarray, got "
                             f"{getattr(self.local, 'dtype', type(self.local).__name__)}")
-        self.validate()
-
-    def validate(self) -> None:
-        """Check that ``local`` has this rank's block shape (``ValueError`` otherwise)."""
         want = tuple(s.stop - s.start for s in self.index)
         if self.local.shape != want:
             raise ValueError(f"rank ({self.grid.p}, {self.grid.q}) must hold a {want} block of "

@@ -130,6 +130,10 @@ def errors(grid):
     if rank == world.Get_size() - 1:
         y.local = y.local[:, :, :3]
     raises(ValueError, "must hold", lambda: dfft.ifftn(y))
+    y = dfft.scatter(data((5, 6, 4)), grid)
+    if rank == 0:
+        y.local = y.local.astype(np.complex64)
+    raises(TypeError, "complex128", lambda: dfft.fftn(y))
     if rank == 0:
         print(f"ok errors grid={grid.P}x{grid.Q}", flush=True)
 
