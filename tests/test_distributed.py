@@ -120,6 +120,9 @@ def test_benchmark_counts_traffic_exactly_and_emulated_bits_match(tmp_path):
     assert [b for b, _ in panels] == nbytes.ravel().tolist()  # the same panel bytes
     alpha, beta = doc["meta"]["network"]["alpha_s"], doc["meta"]["network"]["beta_bps"]
     assert alpha >= 0 and beta > 0 and all(r["predicted_s"] > 0 for r in runs.values())
+    for r in runs.values():  # every rank probed its own panel product: 96 x 16 x 48
+        assert [x["shape"] for x in r["rank_rates"]] == [[96, 16, 48]] * 2
+        assert sum(r["predicted_phases"].values()) == pytest.approx(r["predicted_s"])
 
 
 def test_fft3d_benchmark_sweeps_slabs_and_pencils_with_exact_traffic(tmp_path):

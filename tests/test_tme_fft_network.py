@@ -16,7 +16,7 @@ import fft
 from fft.distributed.layout import block
 from tme_model import fft_network as N
 from tme_model import fft_workload as F
-from tme_model.network import Network
+from tme_model.network import Network, RankRates
 from tme_model.profile import PhaseCosts, Profile
 
 PROFILE = Profile("local", 0.05, 0.01, 0.012, {"fp64": {"cpu-blas": 0.04}},
@@ -79,9 +79,7 @@ def test_rates_divide_their_terms_and_the_network_adds_alpha_beta():
     (ex,) = [s for s in N.fft3d_steps(shape, P, 1) if isinstance(s, N.Exchange)]
     assert base["network_s"] == pytest.approx((P - 1) * NET.alpha_s + max(ex.bytes) / NET.beta_bps)
     # only the products' rate moves the products
-    from types import SimpleNamespace
-    r = dict.fromkeys(N.RATE_KINDS, 1.0)
-    slow = N.fft3d_time(shape, P, 1, PROFILE, NET, rates=SimpleNamespace(**{**r, "products": 0.5}))
+    slow = N.fft3d_time(shape, P, 1, PROFILE, NET, rates=RankRates(products=0.5))
     assert slow["transforms_s"] > base["transforms_s"] and slow["passes_s"] == base["passes_s"]
 
 

@@ -9,9 +9,16 @@ import numpy as np
 import pytest
 
 from tme_model import cluster
-from tme_model.network import (Network, bcast_s, fit_alpha_beta, load_network, load_networks,
-                               network_roof_tflops, panel_widths, summa_comm_s, summa_traffic)
+from tme_model.network import (Network, RankRates, bcast_s, fit_alpha_beta, load_network,
+                               load_networks, network_roof_tflops, panel_widths, summa_comm_s,
+                               summa_compute_parts, summa_compute_s, summa_traffic)
+from tme_model.profile import PhaseCosts, Profile
 from tme_model.specs import TMEError
+
+PROFILE = Profile("local", 0.05, 0.01, 0.012, {"fp64": {"cpu-blas": 0.04}},
+                  phases={"fp64": PhaseCosts(2e-9, 4e-9, 1.5e-9, 3e-9, 1e-3)}, fp64_n0=300.0,
+                  lowp_n0={"fp64": {"cpu-blas": 80.0}})
+EMU = dict(scheme="fp64", moduli=6, engine="cpu-blas")
 
 
 def test_fit_recovers_alpha_and_beta():
@@ -87,3 +94,99 @@ def test_cluster_projection(capsys):
     assert json.loads(capsys.readouterr().out)[0]["grid"] == "2x2"
     assert cluster.main(["--gpus", "4", "--n", "8192"]) == 0
     assert "MODELLED" in capsys.readouterr().out
+
+
+def test_uniform_rates_recover_the_single_speed_model():
+    m, n, K, widths = 300, 200, 700, [256, 256, 188]
+    for speed in (1.0, 0.4):
+        native = summa_compute_parts(PROFILE, m, n, K, widths, False, rates=speed)
+        assert native["gemms"] == pytest.approx(
+            sum(PROFILE.native_gemm_s(m, n, w) for w in widths) / speed, rel=1e-12)
+        emu = summa_compute_parts(PROFILE, m, n, K, widths, True, rates=RankRates.uniform(speed),
+                                  **EMU)
+        t = PROFILE.predict_gemm("fp64", 6, "fast", m, n, K, engine="cpu-blas")
+        gemm = sum(PROFILE.predict_gemm("fp64", 6, "fast", m, n, w, engine="cpu-blas").gemm_s
+                   for w in widths)
+        old = (t.total_s - t.gemm_s + gemm) / speed  # the model before the accumulation term
+        assert sum(emu.values()) - emu["accumulation"] == pytest.approx(old, rel=1e-12)
+        assert summa_compute_s(PROFILE, m, n, K, widths, True, rates=speed, **EMU) == \
+            pytest.approx(sum(emu.values()), rel=1e-12)
+
+
+@pytest.mark.parametrize("field,native_term,emulated_term", [
+    ("gemm", "gemms", None), ("products", None, "products"), ("scaling", None, "scaling"),
+    ("residues", None, "residues"), ("reconstruction", None, "reconstruction"),
+    ("passes", None, "fixed"), ("stream", "accumulation", "accumulation")])
+def test_each_term_scales_with_its_own_rate_only(field, native_term, emulated_term):
+    m, n, K, widths = 256, 384, 512, [200, 200, 112]
+    base = RankRates(1.3, 0.7, 0.9, 0.5, 1.1, 0.8, 0.6)
+    faster = RankRates(**{**base.__dict__, field: 2 * getattr(base, field)})
+    for emulated, term in ((False, native_term), (True, emulated_term)):
+        kw = EMU if emulated else {}
+        a = summa_compute_parts(PROFILE, m, n, K, widths, emulated, rates=base, **kw)
+        b = summa_compute_parts(PROFILE, m, n, K, widths, emulated, rates=faster, **kw)
+        assert a.keys() == b.keys() and all(v > 0 for v in a.values())
+        for k in a:
+            assert b[k] == pytest.approx(a[k] / 2 if k == term else a[k], rel=1e-12), k
+
+
+def test_accumulation_is_bytes_over_streaming_bandwidth():
+    m, n, K = 100, 60, 90
+    bw = PROFILE.mem_tbps * 1e12 * 0.5
+    rates = RankRates(stream=0.5)
+    native = summa_compute_parts(PROFILE, m, n, K, [30, 30, 30], False, rates=rates)
+    assert native["accumulation"] == pytest.approx(24 * m * n * 3 / bw)  # C += P, per panel
+    emu = summa_compute_parts(PROFILE, m, n, K, [30, 30, 30], True, rates=rates, **EMU)
+    # per modulus: acc = smod(P) (16 B per entry), then twice acc += smod(P) (24 B)
+    assert emu["accumulation"] == pytest.approx(6 * m * n * (16 + 2 * 24) / bw)
+    one = summa_compute_parts(PROFILE, m, n, K, [90], True, rates=rates, **EMU)
+    assert one["accumulation"] == pytest.approx(6 * m * n * 16 / bw)
+
+
+def test_scaling_reads_the_local_blocks_residues_every_panel():
+    m, n, K = 128, 64, 512  # a 2 x 4 grid's block: A is m x K/4, B is K/2 x n
+    whole = summa_compute_parts(PROFILE, m, n, K, [128] * 4, True, **EMU)
+    local = summa_compute_parts(PROFILE, m, n, K, [128] * 4, True, local_k=(128, 256), **EMU)
+    assert whole["scaling"] == pytest.approx(2e-9 * (m * K + K * n))
+    assert local["scaling"] == pytest.approx(2e-9 * (m * 128 + 256 * n))
+    # the residues of every received panel: all of A's rows and B's columns of the block
+    assert local["residues"] == pytest.approx(1.5e-9 * 6 * (m * K + K * n))
+    assert local["reconstruction"] == pytest.approx(3e-9 * 6 * m * n)
+    assert summa_compute_parts(PROFILE, 0, n, K, [K], True, **EMU)["products"] == 0.0
+
+
+def test_rank_rates_validate():
+    assert RankRates.uniform(0.5) == RankRates(*[0.5] * 7)
+    for bad in (0.0, -1.0, math.nan, math.inf):
+        with pytest.raises(TMEError, match="positive finite"):
+            RankRates(residues=bad)
+
+
+class _OneRank:
+    """The two calls :func:`benchmarks.mpi.probe.rank_rates` makes of a communicator."""
+
+    def Barrier(self):
+        pass
+
+    def Get_rank(self):
+        return 0
+
+
+def test_probe_rates_are_profile_time_over_measured_time():
+    from benchmarks.mpi.probe import rank_rates
+
+    m, k, n = 48, 40, 24
+    got = rank_rates(_OneRank(), PROFILE, (m, k, n), scheme="fp64", num_moduli=6,
+                     engine="cpu-blas", repeats=1, stream_elements=1 << 12)
+    r, s = got["rates"], got["seconds"]
+    RankRates(**r)  # every factor the model takes, positive and finite
+    assert r["residues"] * s["residues"] == pytest.approx(1.5e-9 * 6 * (m * k + k * n))
+    assert r["scaling"] * s["scaling"] == pytest.approx(2e-9 * (m * k + k * n))
+    gemm = PROFILE.predict_gemm("fp64", 6, "fast", m, n, k, engine="cpu-blas").gemm_s
+    assert r["products"] * s["products"] == pytest.approx(gemm)
+    assert r["gemm"] * s["gemm"] == pytest.approx(PROFILE.native_gemm_s(m, n, k))
+    assert r["reconstruction"] * s["reconstruction"] == pytest.approx(3e-9 * 6 * m * n)
+    assert got["stream_bps"] == pytest.approx(24 * (1 << 12) / s["stream"])
+    assert r["stream"] == pytest.approx(got["stream_bps"] / 0.012e12)
+    with pytest.raises(ValueError, match="positive shape"):
+        rank_rates(_OneRank(), PROFILE, (0, 4, 4))

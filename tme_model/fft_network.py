@@ -31,7 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from .fft_workload import LAYOUT_BYTES, TWIDDLE_BYTES, plan_workload
-from .network import Network, _bounds
+from .network import Network, RankRates, _bounds
 from .profile import Profile
 
 __all__ = ["Exchange", "LocalTransform", "fft3d_steps", "fft3d_time", "fft3d_flops"]
@@ -156,18 +156,7 @@ def fft3d_flops(shape: Sequence[int], transform: str = "c2c") -> float:
     return (5.0 if transform == "c2c" else 2.5) * N * math.log2(N) if N > 1 else 0.0
 
 
-def _uniform(rates):
-    if isinstance(rates, (int, float)):
-        from types import SimpleNamespace
-        return SimpleNamespace(**dict.fromkeys(RATE_KINDS, float(rates)))
-    return rates
-
-
-#: The kinds of work a rank's rates distinguish (:class:`tme_model.network.RankRates`).
-RATE_KINDS = ("gemm", "products", "scaling", "residues", "reconstruction", "passes", "stream")
-
-
-def _stage_s(profile: Profile, workload, stage, r) -> float:
+def _stage_s(profile: Profile, workload, stage, r: RankRates) -> float:
     """One stage product on this rank: the profile's terms over the rank's rates."""
     if workload.native:
         return profile.native_gemm_s(stage.m, stage.n, stage.k) / r.gemm
@@ -178,7 +167,8 @@ def _stage_s(profile: Profile, workload, stage, r) -> float:
 
 
 def fft3d_time(shape: Sequence[int], P: int, Q: int, profile: Profile, net: Network, *,
-               transform: str = "c2c", plans=None, rates=1.0, **options) -> dict:
+               transform: str = "c2c", plans=None, rates: RankRates | float = 1.0,
+               **options) -> dict:
     """Predicted seconds of a forward distributed 3-D FFT (module docstring).
 
     Parameters
@@ -203,7 +193,7 @@ def fft3d_time(shape: Sequence[int], P: int, Q: int, profile: Profile, net: Netw
         ``total_s`` (the slowest rank), and that rank's ``transforms_s``, ``passes_s``,
         ``network_s``.
     """
-    r = _uniform(rates)
+    r = rates if isinstance(rates, RankRates) else RankRates.uniform(rates)
     steps = fft3d_steps(shape, P, Q, transform)
     if plans is None:
         from fft import get_plan

@@ -26,6 +26,14 @@ Networks come from ``data/networks.toml`` (sourced figures, :func:`load_networks
 calibration of the local MPI (:func:`fit_alpha_beta` on ping-pong times measured by
 ``mpiexec -n 2 python -m benchmarks.mpi.network``; the timing needs mpi4py, which only
 ``ozaki.distributed`` and ``benchmarks/mpi`` import).
+
+The **local compute** of a rank (:func:`summa_compute_parts`) comes from a calibration
+profile (:class:`~tme_model.profile.Profile`), each term divided by the rank's rate for
+that kind of work relative to the profile (:class:`RankRates`, measured by the caller
+while every rank runs: ``benchmarks.mpi.probe``): the GEMMs by a GEMM rate, the O(n^2)
+passes of the emulation by the rate of the same pass, and the accumulation of each
+panel's product into ``C`` (a pass the serial profile does not time) as bytes over the
+rank's streaming bandwidth.
 """
 
 from __future__ import annotations
@@ -41,8 +49,8 @@ import numpy as np
 from .specs import TMEError
 
 __all__ = ["BCASTS", "Network", "bcast_s", "fit_alpha_beta", "load_network", "load_networks",
-           "network_roof_tflops", "panel_widths", "summa_comm_s", "summa_compute_s",
-           "summa_traffic"]
+           "network_roof_tflops", "panel_widths", "RankRates", "summa_comm_s",
+           "summa_compute_parts", "summa_compute_s", "summa_traffic"]
 
 BCASTS = ("flat", "scatter-allgather")
 _DATA = Path(__file__).parent / "data" / "networks.toml"
@@ -206,10 +214,56 @@ def network_roof_tflops(net: Network, M: int, N: int, K: int, P: int, Q: int, pa
     return math.inf if t == 0 else flops / t / 1e12
 
 
-def summa_compute_s(profile, m: int, n: int, K: int, widths, emulated: bool, *,
-                    scheme: str = "fp64", moduli: int = 0, engine: str | None = None,
-                    speed: float = 1.0) -> float:
-    """Local compute of one rank's SUMMA from a calibration profile, seconds.
+@dataclass(frozen=True)
+class RankRates:
+    """One rank's speed relative to a calibration profile, kind of work by kind of work.
+
+    Each factor is the profile's time for a piece of work over the time the rank took for
+    it, measured while every rank of the job runs (one thread each, sharing the memory
+    system): times predicted from the profile divide by it.  A GEMM and a memory-bound
+    pass slow down differently when the other cores are busy (and a profile calibrated
+    with several threads is faster for the GEMMs than for the passes), so one factor
+    cannot serve both.
+
+    Attributes
+    ----------
+    gemm : float
+        Native FP64 GEMM (numpy), against :meth:`~tme_model.profile.Profile.native_gemm_s`.
+    products : float
+        ``ozaki``'s exact GEMMs (its ``"products"`` phase), against
+        :meth:`~tme_model.profile.Profile.predict_gemm`'s ``gemm_s``.
+    scaling, residues, reconstruction : float
+        ``ozaki``'s O(n^2) passes, each against its own term of ``predict_gemm``.
+    passes : float
+        The three passes together, the profile's fixed cost included (it scales ``fixed_s``).
+    stream : float
+        Bandwidth of a streaming pass (STREAM triad) over the profile's ``mem_tbps``.
+    """
+
+    gemm: float = 1.0
+    products: float = 1.0
+    scaling: float = 1.0
+    residues: float = 1.0
+    reconstruction: float = 1.0
+    passes: float = 1.0
+    stream: float = 1.0
+
+    def __post_init__(self):
+        for k, v in self.__dict__.items():
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise TMEError(f"RankRates.{k} must be a positive finite number, got {v!r}")
+
+    @classmethod
+    def uniform(cls, speed: float) -> "RankRates":
+        """Every kind of work at ``speed`` times the profile's rate."""
+        return cls(*([float(speed)] * 7))
+
+
+def summa_compute_parts(profile, m: int, n: int, K: int, widths, emulated: bool, *,
+                        scheme: str = "fp64", moduli: int = 0, engine: str | None = None,
+                        rates: RankRates | float = 1.0,
+                        local_k: tuple[int, int] | None = None) -> dict[str, float]:
+    """Local compute of one rank's SUMMA (real, fast mode), by term, seconds.
 
     Parameters
     ----------
@@ -223,16 +277,48 @@ def summa_compute_s(profile, m: int, n: int, K: int, widths, emulated: bool, *,
     emulated : bool
         Emulated (``ozaki.distributed.dgemm``, fast mode) or native SUMMA.
     scheme, moduli, engine
-        Of the emulated call (``info.scheme``, ``info.num_moduli``).
-    speed : float
-        This rank's rate relative to the profile's (e.g. the ratio of a one-thread GEMM
-        measured while every rank runs to the profile's own rate): all times divide by it.
+        Of the emulated call (``info.scheme``, ``info.num_moduli``, ``info.engine``).
+    rates : RankRates or float
+        This rank's rates relative to the profile (a float: the same for every kind of work).
+    local_k : (int, int), optional
+        Columns of the rank's block of ``A`` and rows of its block of ``B`` (the scaling
+        pass reads the local blocks); default ``(K, K)``, one rank.
+
+    Returns
+    -------
+    dict of str to float
+        Native: ``"gemms"`` (``native_gemm_s`` per panel / ``rates.gemm``).  Emulated:
+        ``"products"`` (``gemm_s`` of ``predict_gemm`` per panel / ``rates.products``),
+        ``"scaling"`` (the scaling coefficient times the local elements
+        ``m ka + kb n`` / ``rates.scaling``), ``"residues"`` (of every received panel:
+        N (mK + Kn) elements / ``rates.residues``), ``"reconstruction"`` (N mn /
+        ``rates.reconstruction``), ``"fixed"`` (``fixed_s / rates.passes``).  Both:
+        ``"accumulation"``, the pass that adds each panel's product into ``C`` (native
+        ``C += P``: 24 bytes per entry and panel; emulated, per modulus, ``acc = smod(P)``
+        on the first panel, 16 bytes, ``acc += smod(P)`` on the others, 24 bytes), at
+        ``profile.mem_tbps * rates.stream``.
     """
-    if not (m and n and K):
-        return 0.0
+    r = rates if isinstance(rates, RankRates) else RankRates.uniform(rates)
+    widths = [int(w) for w in widths]
+    if not (m and n and K and widths):
+        return {"gemms": 0.0, "accumulation": 0.0} if not emulated else dict.fromkeys(
+            ("products", "accumulation", "scaling", "residues", "reconstruction", "fixed"), 0.0)
+    bandwidth = profile.mem_tbps * 1e12 * r.stream
     if not emulated:
-        return sum(profile.native_gemm_s(m, n, w) for w in widths) / speed
+        return {"gemms": sum(profile.native_gemm_s(m, n, w) for w in widths) / r.gemm,
+                "accumulation": 24.0 * m * n * len(widths) / bandwidth}
+    ka, kb = local_k if local_k is not None else (K, K)
     t = profile.predict_gemm(scheme, moduli, "fast", m, n, K, engine=engine)
     gemm = sum(profile.predict_gemm(scheme, moduli, "fast", m, n, w, engine=engine).gemm_s
                for w in widths)
-    return (t.total_s - t.gemm_s + gemm) / speed
+    return {"products": gemm / r.products,
+            "accumulation": moduli * 8.0 * m * n * (2 + 3 * (len(widths) - 1)) / bandwidth,
+            "scaling": t.scale_s * (m * ka + kb * n) / (m * K + K * n) / r.scaling,
+            "residues": t.residue_s / r.residues,
+            "reconstruction": t.recon_s / r.reconstruction,
+            "fixed": t.fixed_s / r.passes}
+
+
+def summa_compute_s(profile, m: int, n: int, K: int, widths, emulated: bool, **kw) -> float:
+    """The sum of :func:`summa_compute_parts` (same arguments), seconds."""
+    return sum(summa_compute_parts(profile, m, n, K, widths, emulated, **kw).values())

@@ -33,7 +33,6 @@ for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_
 import argparse  # noqa: E402
 import json  # noqa: E402
 import time  # noqa: E402
-from types import SimpleNamespace  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -142,7 +141,7 @@ def run_case(comm, n: int, shape, transform: str, repeats: int, refs: dict, core
                 worst = {k: min(r[k] for r in every) for k in every[0]}
                 model = fft3d_time((n, n, n), grid.P, grid.Q, profile, net,
                                    transform=transform, plans=plan,
-                                   rates=SimpleNamespace(**_all_kinds(worst)))
+                                   rates=_all_kinds(worst))
             if not root:
                 continue
             want, ref = refs[kind], refs["scipy"]
@@ -167,11 +166,13 @@ def run_case(comm, n: int, shape, transform: str, repeats: int, refs: dict, core
     return out if root else None
 
 
-def _all_kinds(rates: dict) -> dict:
-    """Rates for every kind the model asks for: a native probe measures ``gemm`` and
-    ``stream`` only (the emulated kinds are then unused)."""
-    from tme_model.fft_network import RATE_KINDS
-    return {k: rates.get(k, rates["gemm"]) for k in RATE_KINDS}
+def _all_kinds(rates: dict):
+    """:class:`tme_model.network.RankRates` from a probe's rates: a native probe
+    measures ``gemm`` and ``stream`` only (the emulated kinds are then unused)."""
+    from dataclasses import fields
+
+    from tme_model.network import RankRates
+    return RankRates(**{f.name: rates.get(f.name, rates["gemm"]) for f in fields(RankRates)})
 
 
 def main(argv=None) -> int:

@@ -8,15 +8,20 @@ grown as ``n (r)^(1/3)``: the same flops per rank) runs them on 1, 2, 4 ranks
 
 Per run: ranks, grid, n, scheme, count, time per phase (max over ranks: ``gemms`` the
 local products, ``passes`` the O(n^2) passes of the emulation -- scaling, residues,
-reconstruction --, ``communication`` the broadcasts and reductions, waiting included),
+reconstruction --, ``communication`` the broadcasts and reductions, waiting included;
+``outside_phases_s`` the largest time a rank spent in none of them: for the emulated
+product mostly the CRT of its accumulators, which ``info.seconds`` does not time),
 GFLOP/s (``2 n^3 / t``), bytes and messages each rank sent (``info.traffic``: exact,
 flat-collective convention), the error against serial (emulated: entries whose bits
 differ from serial ``ozaki.dgemm(..., mode="fast")``, which must be 0; native: the
 normwise relative error ``max|C - A@B| / max|A@B|`` and the fraction of entries whose
-bits differ from numpy's ``A @ B``), and the time the TME model predicts
-(:mod:`tme_model.network`: the local products and passes from the calibration profile
-rescaled to a one-thread GEMM measured on every rank at once, plus the alpha-beta
-network term with alpha, beta from a ping-pong in the same job).  Runs on more ranks
+bits differ from numpy's ``A @ B``), and the time the TME model predicts, in total
+and per phase (:mod:`tme_model.network`: the local products and passes from the
+calibration profile, each divided by the rank's rate for that kind of work as
+:func:`benchmarks.mpi.probe.rank_rates` measures it on every rank at once after the
+case -- a native GEMM and a serial ``ozaki.dgemm`` of the rank's panel product, a
+STREAM triad --, plus the alpha-beta network term with alpha, beta from a ping-pong in
+the same job).  Runs on more ranks
 than the machine has cores are labelled ``oversubscribed``: they check correctness,
 their times say nothing about speed.
 """
@@ -47,21 +52,7 @@ def _idle_barrier(comm, poll: float = 0.005) -> None:
         time.sleep(poll)
 
 
-def _rank_speed(comm, profile, n: int = 768) -> float:
-    """The profile-relative rate of a one-thread FP64 GEMM run on every rank at once."""
-    A = np.random.default_rng(comm.Get_rank()).standard_normal((n, n))
-    A @ A
-    comm.Barrier()
-    best = np.inf
-    for _ in range(3):
-        t0 = time.perf_counter()
-        A @ A
-        best = min(best, time.perf_counter() - t0)
-    best = comm.allreduce(best, op=__import__("mpi4py.MPI", fromlist=["MPI"]).MAX)
-    return profile.native_gemm_s(n, n, n) / best
-
-
-def _record(kind, comm, grid, n, panel, info, wall, cores):
+def _record(kind, comm, grid, n, panel, info, wall, cores, elapsed):
     from mpi4py import MPI
 
     if kind == "emulated":
@@ -70,7 +61,8 @@ def _record(kind, comm, grid, n, panel, info, wall, cores):
                 s["communication"]]
     else:
         mine = [info.seconds["gemms"], 0.0, info.seconds["communication"]]
-    phases = np.array(mine)
+    # the rank's time in no phase (emulated: the CRT, which ozaki.distributed leaves untimed)
+    phases = np.array(mine + [elapsed - sum(info.seconds.values())])
     comm.Allreduce(MPI.IN_PLACE, phases, op=MPI.MAX)
     tr = info.traffic
     sent = comm.allgather((tr.bytes, tr.messages, dict(tr.by_kind or {})))
@@ -79,6 +71,7 @@ def _record(kind, comm, grid, n, panel, info, wall, cores):
             "scheme": getattr(info, "scheme", "native fp64"),
             "count": getattr(info, "num_moduli", None), "engine": getattr(info, "engine", None),
             "seconds": wall, "phases": dict(zip(PHASES, map(float, phases))),
+            "outside_phases_s": float(phases[-1]),
             "gflops": 2.0 * n ** 3 / wall / 1e9,
             "bytes_sent": [s[0] for s in sent], "messages_sent": [s[1] for s in sent],
             "traffic_by_kind": [{k: list(v) for k, v in s[2].items()} for s in sent],
@@ -101,7 +94,7 @@ def run_case(comm, n: int, shape, panel: int, repeats: int, refs: dict, cores: i
         refs[n] = (A, B, ozaki.dgemm(A, B, mode="fast"), A @ B)
     A, B, serial, numpy_ab = refs[n] if root else (None,) * 4
     dA, dB = D.scatter(A, grid), D.scatter(B, grid)
-    out = []
+    out, emu = [], None
     for kind in ("emulated", "native"):
         best = None
         for _ in range(repeats):
@@ -111,8 +104,11 @@ def run_case(comm, n: int, shape, panel: int, repeats: int, refs: dict, cores: i
                 C, info = D.dgemm(dA, dB, panel=panel, mode="fast", return_info=True)
             else:
                 C, info = D.summa(dA, dB, panel=panel, return_info=True)
-            wall = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
-            rec = _record(kind, comm, grid, n, panel, info, wall, cores)
+            elapsed = time.perf_counter() - t0
+            wall = comm.allreduce(elapsed, op=MPI.MAX)
+            rec = _record(kind, comm, grid, n, panel, info, wall, cores, elapsed)
+            if kind == "emulated":
+                emu = (info.scheme, int(info.num_moduli), info.engine)
             best = rec if best is None or rec["seconds"] < best["seconds"] else best
         whole = D.gather(C)
         if root:
@@ -125,28 +121,61 @@ def run_case(comm, n: int, shape, panel: int, repeats: int, refs: dict, cores: i
                 best["differing_fraction_vs_numpy"] = float(np.mean(
                     whole.view(np.int64) != numpy_ab.view(np.int64)))
         out.append(best)
-    return out if root else None
+    return (out if root else None), grid, emu
 
 
-def predict(rec: dict, profile, net, speed: float) -> dict:
-    """The model's time of a record (see the module docstring)."""
-    from tme_model.network import panel_widths, summa_comm_s, summa_compute_s
+def _blocks(size: int, parts: int) -> np.ndarray:
+    i = np.arange(parts + 1)  # the layout of ozaki.distributed.bounds
+    return np.diff(i * (size // parts) + np.minimum(i, size % parts))
+
+
+def probe_rates(comm, profile, grid, n: int, panel: int, emu) -> list | None:
+    """Every rank's :func:`~benchmarks.mpi.probe.rank_rates` on its own panel product
+    (``m_p x w x n_q``, ``w`` the widest panel), gathered on rank 0."""
+    from tme_model.network import panel_widths
+
+    from .probe import rank_rates
+
+    w = max(w for w, _, _ in panel_widths(n, grid.P, grid.Q, panel))
+    m, c = _blocks(n, grid.P)[grid.p], _blocks(n, grid.Q)[grid.q]
+    scheme, count, engine = emu
+    shape = tuple(max(1, int(x)) for x in (m, w, c))  # an empty block: its rates unused
+    got = rank_rates(comm, profile, shape, scheme=scheme, num_moduli=count, engine=engine)
+    return comm.gather(got, root=0)
+
+
+def predict(rec: dict, profile, net, probes: list) -> dict:
+    """The model's time of a record, in total and per phase (see the module docstring).
+
+    ``probes``: :func:`~benchmarks.mpi.probe.rank_rates` of every rank, in rank order
+    (rank ``p Q + q``); the compute is that of the slowest rank, each with its own
+    block and rates.
+    """
+    from tme_model.network import RankRates, panel_widths, summa_comm_s, summa_compute_parts
 
     P, Q = map(int, rec["grid"].split("x"))
     n, panel = rec["n"], rec["panel"]
-    rb = np.diff(np.arange(P + 1) * (n // P) + np.minimum(np.arange(P + 1), n % P))
-    cb = np.diff(np.arange(Q + 1) * (n // Q) + np.minimum(np.arange(Q + 1), n % Q))
+    rb, cb = _blocks(n, P), _blocks(n, Q)
     widths = [w for w, _, _ in panel_widths(n, P, Q, panel)]
     emu = rec["kind"] == "emulated"
     kw = dict(scheme=rec["scheme"], moduli=rec["count"], engine=rec.get("engine")) if emu else {}
-    compute = max(summa_compute_s(profile, int(m), int(c), n, widths, emu, speed=speed, **kw)
-                  for m in rb for c in cb)
+    parts = [summa_compute_parts(profile, int(rb[p]), int(cb[q]), n, widths, emu,
+                                 rates=RankRates(**probes[p * Q + q]["rates"]),
+                                 local_k=(int(cb[q]), int(rb[p])), **kw)
+             for p in range(P) for q in range(Q)]
+    slowest = max(parts, key=lambda d: sum(d.values()))
+    compute = sum(slowest.values())
     comm = summa_comm_s(net, n, n, n, P, Q, panel)
     other = [(sum(v[0] for k, v in t.items() if k != "panels"),
               sum(v[1] for k, v in t.items() if k != "panels")) for t in rec["traffic_by_kind"]]
     comm += max(net.message_s(b, m) for b, m in other)  # decisions: tiny, exact counts
+    gemms = ("gemms", "products", "accumulation")
+    phases = {"gemms": sum(v for k, v in slowest.items() if k in gemms),
+              "passes": sum(v for k, v in slowest.items() if k not in gemms),
+              "communication": comm}
     return {"predicted_s": compute + comm, "predicted_compute_s": compute,
-            "predicted_communication_s": comm,
+            "predicted_communication_s": comm, "predicted_phases": phases,
+            "predicted_parts": slowest,
             "predicted_over_measured": (compute + comm) / rec["seconds"]}
 
 
@@ -172,21 +201,12 @@ def main(argv=None) -> int:
     n = a.n or (768 if a.sweep == "weak" else 1024)
     if n < 1 or a.panel < 1 or a.repeats < 1:
         p.error("--n, --panel and --repeats must be positive")
-    from tme_model.network import load_network
     from tme_model.profile_file import load_profile
 
-    from .network import calibrate
+    from .network import load_net
 
     profile = load_profile(a.profile)
-    net_rec = calibrate(world) if a.network is None and size > 1 else None
-    if a.network:
-        net = load_network(a.network)
-    elif net_rec:
-        from tme_model.network import Network
-        net = Network("local", net_rec["name"], net_rec["alpha_s"], net_rec["beta_bps"],
-                      "ping-pong in this job")
-    else:
-        net = load_network("ndr")  # one rank: no communication to predict
+    net, net_rec = load_net(world, a.network)
     if a.sweep:
         ranks = [r for r in (1, 2, 4) if r <= size]
         cases = [(r, n if a.sweep == "strong" else int(round(n * r ** (1 / 3) / 8)) * 8, None)
@@ -201,12 +221,13 @@ def main(argv=None) -> int:
     for r, nn, shape in cases:
         sub = world.Split(0 if rank < r else MPI.UNDEFINED, rank)
         if sub != MPI.COMM_NULL:
-            speed = _rank_speed(sub, profile)
-            got = run_case(sub, nn, shape, a.panel, a.repeats, refs, cores)
+            got, grid, emu = run_case(sub, nn, shape, a.panel, a.repeats, refs, cores)
+            probes = probe_rates(sub, profile, grid, nn, a.panel, emu)
             if got:
                 for rec in got:
-                    rec["rank_speed_vs_profile"] = speed
-                    rec.update(predict(rec, profile, net, speed))
+                    rec["rank_rates"] = [{**pr["rates"], "shape": list(pr["shape"])}
+                                         for pr in probes]
+                    rec.update(predict(rec, profile, net, probes))
                     runs.append(rec)
             sub.Free()
         _idle_barrier(world)
@@ -229,6 +250,9 @@ def _report(runs, net, net_rec, a, cores, size):
               f"t={r['seconds']:.3f}s ({r['gflops']:.1f} GFLOP/s; model "
               f"{r['predicted_over_measured']:.2f}x) sent/rank={max(r['bytes_sent'])} B "
               f"{err}{' OVERSUBSCRIBED' if r['oversubscribed'] else ''}")
+        print("         " + ", ".join(f"{ph} {r['phases'][ph]:.3f}s (model "
+                                      f"{r['predicted_phases'][ph]:.3f}s)" for ph in PHASES)
+              + f", in no phase {r['outside_phases_s']:.3f}s")
     doc = {"meta": {"ranks": size, "cores": cores, "panel": a.panel, "sweep": a.sweep,
                     "repeats": a.repeats, "threads_per_rank": 1,
                     "network": {"key": net.key, "alpha_s": net.alpha_s, "beta_bps": net.beta_bps,

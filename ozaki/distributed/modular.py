@@ -79,7 +79,7 @@ def modular_summa(A, B, dec, la, lb, opts, width: int, complex_: bool, tr):
     acc = np.zeros((parts, N, 1, m, n))
     (Ea, za), (Eb, zb) = la.exponents, lb.exponents
     split_a, split_b = fits_split(Ea, za, s), fits_split(Eb, zb, t)
-    sec = dict.fromkeys(("residues", "products", "communication"), 0.0)
+    sec = dict.fromkeys(("residues", "products", "communication", "reconstruction"), 0.0)
     for i, (k0, k1, qa, a0, pb, b0) in enumerate(owners(A.grid, k, width)):
         t0 = time.perf_counter()
         pa, pbk = broadcast_panels(A, B, k0, k1, qa, a0, pb, b0, tr)
@@ -99,6 +99,7 @@ def modular_summa(A, B, dec, la, lb, opts, width: int, complex_: bool, tr):
                 backend.reduce_into(acc[j, q], prod, p, i == 0)
         sec["products"] += time.perf_counter() - t2
     out = np.empty((1, m, 2 * n if complex_ else n))
+    t0 = time.perf_counter()
     if m and n:
         plan = crt_plan(opts.scheme, N)
         if complex_:
@@ -108,4 +109,5 @@ def modular_summa(A, B, dec, la, lb, opts, width: int, complex_: bool, tr):
             backend.reconstruct(store, plan, s, dec.t, out)
         else:
             backend.reconstruct(acc[0], plan, s, t, out, products=True)
+    sec["reconstruction"] += time.perf_counter() - t0
     return out, sec
