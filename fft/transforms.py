@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .kernels import transpose
 from .plan import Plan
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2",
@@ -201,11 +202,24 @@ def _split(x: np.ndarray) -> np.ndarray:
 
 
 def _along(S: np.ndarray, axis: int, plan: Plan, real_in=False, real_out=False) -> np.ndarray:
-    """DFT along ``axis`` of a split array ``S`` (2, ...) or a real one (...)."""
+    """DFT along ``axis`` of a split array ``S`` (2, ...) or a real one (...).
+
+    The last axis of a C-ordered array goes to the front and back by tiled
+    transposes (:func:`fft.kernels.transpose`), and the result is C-ordered; other
+    axes move by numpy (contiguous runs of the trailing axes) and come back as a
+    view. Only copies: the bits are the plan's either way.
+    """
     lead = 0 if real_in else 1
+    n = S.shape[axis + lead]
+    if axis + lead == S.ndim - 1 and S.ndim > lead + 1 and S.flags.c_contiguous and S.size:
+        parts, W = 1 + lead, S.size // ((1 + lead) * n)
+        Z = transpose(S.reshape(parts, W, n))  # (parts, n, W)
+        out = plan.execute(Z[0] if real_in else Z, real_in, real_out)
+        parts = 1 if real_out else 2
+        back = transpose(out.reshape(parts, n, W))  # (parts, W, n)
+        return back.reshape(((2,) if parts == 2 else ()) + S.shape[lead:])
     src = np.moveaxis(S, axis + lead, lead)
     shape = src.shape
-    n = shape[lead]
     Z = src.reshape((n, -1) if real_in else (2, n, -1))
     if Z.shape[-1] == 0:
         out = np.zeros(((n,) if real_out else (2, n)) + (0,))

@@ -12,9 +12,10 @@ prices it per rank:
   columns) and twiddle passes, each term divided by the rank's rate for that kind of
   work relative to the profile (``rates``);
 * **passes**: the layout passes around them (:data:`~tme_model.fft_workload.LAYOUT_BYTES`
-  per complex point: the split, one axis copy per transform, packing and unpacking
-  per exchange, the interleaved result), over the profile's bandwidth times the
-  rank's streaming rate;
+  per complex point: the split; the axis moves of :func:`fft.transforms._along`, two
+  tiled transposes for axis 2, one copy for axis 1 and none for axis 0 of a block
+  that arrives C-ordered; packing and unpacking per exchange; the interleaved
+  result), over the profile's bandwidth times the rank's streaming rate;
 * **network**: per exchange ``(s - 1) alpha + bytes / beta`` (:class:`~tme_model.network.Network`,
   flat convention, as :mod:`ozaki.distributed.traffic` counts it).
 
@@ -207,10 +208,12 @@ def fft3d_time(shape: Sequence[int], P: int, Q: int, profile: Profile, net: Netw
     if transform == "c2c":
         layout += math.prod(int(n) for n in shape) / ranks  # the split (about: the mean)
     done: dict = {}
+    ordered = True  # the block C-ordered in the array's axis order (as scattered)
     for st in steps:
         if isinstance(st, Exchange):
             parts["network"] += [net.message_s(b, st.size - 1) for b in st.bytes]
             layout += 2.0 * np.asarray(st.points) * st.itemsize / 16  # pack and unpack
+            ordered = True
             continue
         for i, w in enumerate(st.widths):
             if w == 0:
@@ -221,7 +224,12 @@ def fft3d_time(shape: Sequence[int], P: int, Q: int, profile: Profile, net: Netw
                 done[key] = (sum(_stage_s(profile, wl, g, r) for g in wl.stages)
                              + TWIDDLE_BYTES * wl.twiddle_points / bw)
             parts["transforms"][i] += done[key]
-            layout[i] += st.length * w * (0.5 if st.real_in else 1.0)  # the axis copy
+            # as fft.transforms._along moves the axis: the last by tiled transposes there
+            # and back, another by one copy there (none for axis 0 of C-ordered data)
+            copies = ((0.5 if st.real_in else 1.0) + 1.0 if st.axis == 2 else
+                      0.0 if st.axis == 0 and ordered else 1.0)
+            layout[i] += st.length * w * copies
+        ordered = st.axis != 1  # a middle axis comes back as a view
     last = steps[-1]
     layout += last.length * np.asarray(last.widths)  # the interleaved result
     parts["passes"] = LAYOUT_BYTES * layout / bw

@@ -233,8 +233,10 @@ def fft_workload(shape: Sequence[int], axes: Sequence[int] | None = None, *, pla
     """The workload of :func:`fft.fftn` (``fft.fft``, ``fft.fft2``) on a complex array.
 
     Axes run last to first, as the transforms run them; each is a plan's ``execute`` on
-    the other axes as its width. Layout passes: the split, one copy per axis (the first
-    one run needs none when it is axis 0) and the interleaved result.
+    the other axes as its width. Layout passes, as :func:`fft.transforms._along` runs
+    them: the split; for the array's last axis two tiled transposes (to the front and
+    back, leaving the data C-ordered), for another axis one copy to the front (none for
+    axis 0 of C-ordered data), the result coming back as a view; the interleaved result.
 
     Parameters
     ----------
@@ -264,7 +266,7 @@ def fft_workload(shape: Sequence[int], axes: Sequence[int] | None = None, *, pla
     total = math.prod(shape)
     stages: list[StageGemm] = []
     twiddles, layout = 0.0, 2.0 * total  # split and result
-    used = []
+    used, ordered = [], True  # whether the data is C-ordered in the array's axis order
     for j, ax in reversed(list(enumerate(axes))):
         if plans is None:
             from fft import get_plan
@@ -278,8 +280,11 @@ def fft_workload(shape: Sequence[int], axes: Sequence[int] | None = None, *, pla
         st, tw = plan_stages(plan, total // shape[ax], counts=counts)
         stages += st
         twiddles += tw
-        if not (ax == 0 and j == len(axes) - 1):
+        if ax == nd - 1 and nd > 1:  # tiled transposes to the front and back
+            layout += 2 * total
+        elif not (ax == 0 and ordered):  # a copy to the front; back as a view
             layout += total
+            ordered = ax == 0
     kinds = {bool(p.options.native) for p in used}
     if len(kinds) > 1:
         raise ValueError("plans mix native and emulated stages")

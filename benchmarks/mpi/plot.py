@@ -52,15 +52,15 @@ def sweep_figure(doc: dict, path: str) -> None:
 
 
 def fft_figure(doc: dict, path: str) -> None:
-    """Strong scaling of the distributed 3-D FFT: time against ranks, slabs and pencils,
-    emulated and native plans, measured (markers; hollow where oversubscribed) and
-    modelled (dashed)."""
+    """Strong scaling of the distributed 3-D FFT: time against ranks, slabs (circles) and
+    pencils (squares), emulated and native plans, measured (hollow where oversubscribed)
+    and modelled (crosses, dotted)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     runs, meta = doc["runs"], doc["meta"]
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig, ax = plt.subplots(figsize=(9.6, 4.4))
     colours = {"emulated": "tab:blue", "native": "tab:orange"}
     for kind in ("emulated", "native"):
         for deco, mark in (("slab", "o"), ("pencil", "s"), ("serial", "o")):
@@ -72,11 +72,13 @@ def fft_figure(doc: dict, path: str) -> None:
             t = np.array([r["seconds"] for r in rs])
             over = np.array([r["oversubscribed"] for r in rs])
             c = colours[kind]
-            ax.plot(x, [r["predicted_s"] for r in rs], "--", color=c, marker=mark, mfc="none",
-                    alpha=0.6, label=f"{kind} {deco}, modelled (TME + alpha-beta)")
-            ax.plot(x[~over], t[~over], "-", color=c, marker=mark, label=f"{kind} {deco}")
+            ax.plot(x, [r["predicted_s"] for r in rs], ":", color=c, marker="+", ms=9,
+                    label=f"{kind} {deco}, modelled (TME + alpha-beta)")
+            if (~over).any():
+                ax.plot(x[~over], t[~over], "-", color=c, marker=mark, label=f"{kind} {deco}")
             if over.any():
-                ax.plot(x[over], t[over], mark, mfc="none", color=c)
+                ax.plot(x[over], t[over], mark, mfc="none", color=c,
+                        label=f"{kind} {deco}, oversubscribed")
     cores = meta["cores"]
     top = max(r["ranks"] for r in runs)
     if top > cores:
@@ -88,7 +90,7 @@ def fft_figure(doc: dict, path: str) -> None:
     ax.set_ylabel("forward transform time [s]")
     ax.set_xticks(sorted({r["ranks"] for r in runs}))
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     ax.set_title(f"{meta['transform']} {meta['n']}^3, strong scaling on {cores} cores "
                  f"(pencils: 2x2)", fontsize=9)
     fig.tight_layout()
