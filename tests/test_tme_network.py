@@ -190,3 +190,27 @@ def test_probe_rates_are_profile_time_over_measured_time():
     assert r["stream"] == pytest.approx(got["stream_bps"] / 0.012e12)
     with pytest.raises(ValueError, match="positive shape"):
         rank_rates(_OneRank(), PROFILE, (0, 4, 4))
+
+
+def test_probe_serial_products_come_from_the_serial_call(monkeypatch):
+    """``products="serial"``: the products rate from ``ozaki.dgemm``'s own phase (the
+    stage products of an FFT), not from bare modular products."""
+    import ozaki
+    from benchmarks.mpi import probe
+
+    calls = []
+    real = ozaki.dgemm
+
+    def spy(*a, **kw):
+        C, info = real(*a, **kw)
+        calls.append(info.seconds["products"])
+        return C, info
+
+    monkeypatch.setattr(ozaki, "dgemm", spy)
+    got = probe.rank_rates(_OneRank(), PROFILE, (16, 12, 20), scheme="fp64", num_moduli=4,
+                           engine="cpu-blas", repeats=2, stream_elements=1 << 10,
+                           products="serial")
+    assert got["seconds"]["products"] == min(calls[1:])  # the timed calls, not the warm-up
+    with pytest.raises(ValueError, match="serial"):
+        probe.rank_rates(_OneRank(), PROFILE, (4, 4, 4), scheme="fp64", num_moduli=4,
+                         products="bare")

@@ -84,20 +84,21 @@ def _serial(n: int, transform: str) -> dict:
 
 
 def _rates(comm, profile, n: int, P: int, Q: int, transform: str, native: bool):
-    """This rank's rates at the shape of axis 2's first stage (the largest product)."""
+    """This rank's rates at the shape of axis 2's first stage (the largest product); the
+    products' rate from a serial ``ozaki.dgemm`` (its store pass included), as the
+    stages run them."""
     import fft
+    from fft.distributed.layout import block
     from tme_model.fft_workload import plan_workload
 
     from .probe import rank_rates
-    plan = fft.get_plan(n, native=native)
-    from fft.distributed.layout import block
     idx = block((n, n, n), P, Q, (0, 1), comm.Get_rank())
     width = max(1, int(np.prod([s.stop - s.start for s in idx[:2]])))
-    st = plan_workload(plan, width, real_in=transform == "r2c").stages[0]
-    kw = {} if native else dict(scheme=plan_workload(plan, 1).scheme, num_moduli=st.num_moduli,
-                                engine=plan_workload(plan, 1).engine)
-    got = rank_rates(comm, profile, (st.m, st.k, st.n), repeats=3, **kw)
-    return got["rates"]
+    wl = plan_workload(fft.get_plan(n, native=native), width, real_in=transform == "r2c")
+    st = wl.stages[0]
+    kw = {} if native else dict(scheme=wl.scheme, num_moduli=st.num_moduli, engine=wl.engine,
+                                products="serial")
+    return rank_rates(comm, profile, (st.m, st.k, st.n), repeats=3, **kw)["rates"]
 
 
 def run_case(comm, n: int, shape, transform: str, repeats: int, refs: dict, cores: int,

@@ -69,7 +69,8 @@ def stream_triad_bps(comm, elements: int = 1 << 22, repeats: int = 3) -> float:
 
 def rank_rates(comm, profile, shape=(768, 768, 768), *, scheme: str | None = None,
                num_moduli: int | None = None, engine: str | None = None, repeats: int = 3,
-               stream_elements: int = 1 << 22, seed: int = 0) -> dict:
+               stream_elements: int = 1 << 22, seed: int = 0,
+               products: str = "modular") -> dict:
     """This rank's rates relative to ``profile``, measured while every rank runs.
 
     Collective: every rank of ``comm`` must call it with the same ``repeats`` and the
@@ -90,6 +91,11 @@ def rank_rates(comm, profile, shape=(768, 768, 768), *, scheme: str | None = Non
         Elements of each triad array (the default, 32 MiB each, is larger than the caches).
     seed : int
         Of the random operands (the rank is added).
+    products : {"modular", "serial"}
+        Where the ``products`` rate comes from: the bare modular products (what the
+        distributed SUMMA runs, accumulating them itself), or the serial call's
+        ``"products"`` phase, its store pass included (what a serial ``ozaki.dgemm``
+        runs, e.g. an FFT stage).
 
     Returns
     -------
@@ -115,14 +121,17 @@ def rank_rates(comm, profile, shape=(768, 768, 768), *, scheme: str | None = Non
 
         moduli = MODULI[scheme][:int(num_moduli)]
         eng, backend = get_engine(engine or "auto", scheme), get_backend()
-        h = min(moduli) // 2  # residues of every modulus
-        RA = rng.integers(-h, h + 1, (m, k)).astype(np.float64)
-        RB = rng.integers(-h, h + 1, (k, n)).astype(np.float64)
-        prod = np.empty((m, n))
-        sec["products"] = _fastest(comm, lambda: [modular_product(backend, eng, RA, RB, q, prod)
-                                                  for q in moduli], repeats)
-
-        phases = ("scaling", "residues", "reconstruction")
+        if products not in ("modular", "serial"):
+            raise ValueError(f"products must be 'modular' or 'serial', got {products!r}")
+        if products == "modular":
+            h = min(moduli) // 2  # residues of every modulus
+            RA = rng.integers(-h, h + 1, (m, k)).astype(np.float64)
+            RB = rng.integers(-h, h + 1, (k, n)).astype(np.float64)
+            prod = np.empty((m, n))
+            sec["products"] = _fastest(comm, lambda: [
+                modular_product(backend, eng, RA, RB, q, prod) for q in moduli], repeats)
+        phases = ("scaling", "residues", "reconstruction") + (
+            ("products",) if products == "serial" else ())
         got = []
         kw = dict(mode="fast", scheme=scheme, num_moduli=int(num_moduli), return_info=True)
         if engine is not None:
