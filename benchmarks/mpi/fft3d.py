@@ -36,8 +36,8 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from .jobs import PROFILE, abort_on_error, idle_barrier, meta, sweep  # noqa: E402
 from .network import load_net  # noqa: E402
-from .summa import PROFILE, _abort_on_error, _idle_barrier  # noqa: E402
 
 PHASES = ("transforms", "transposes", "packing", "passes")
 
@@ -121,7 +121,7 @@ def run_case(comm, n: int, shape, transform: str, repeats: int, refs: dict, core
             f(x, plan=plan)  # warm: plans, tables
             best = None
             for _ in range(repeats):
-                _idle_barrier(comm)
+                idle_barrier(comm)
                 t0 = time.perf_counter()
                 y, info = f(x, plan=plan, return_info=True)
                 wall = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
@@ -203,24 +203,10 @@ def main(argv=None) -> int:
     net, net_rec = load_net(world, a.network)
     cases = _cases(size, a.sweep is not None, a.grid)
     refs = _serial(a.n, a.transform) if rank == 0 else {}
-    bar = None
-    if rank == 0:
-        from tqdm import tqdm
-        bar = tqdm(total=len(cases), desc=f"fft3d n={a.n}", unit="case")
-    runs = []
-    for r, shape in cases:
-        _idle_barrier(world)
-        sub = world.Split(0 if rank < r else MPI.UNDEFINED, rank)
-        if sub != MPI.COMM_NULL:
-            got = run_case(sub, a.n, shape, a.transform, a.repeats, refs, cores, profile, net)
-            runs += got or []
-            sub.Free()
-        if bar:
-            bar.update()
-            bar.set_postfix(grid=f"{shape[0]}x{shape[1]}")
-    _idle_barrier(world)
-    if bar:
-        bar.close()
+    runs = sweep(world, cases,
+                 lambda sub, shape: run_case(sub, a.n, shape, a.transform, a.repeats, refs,
+                                             cores, profile, net),
+                 f"fft3d n={a.n}", lambda shape: {"grid": f"{shape[0]}x{shape[1]}"})
     if rank == 0:
         _report(runs, net, net_rec, a, cores, size)
     return 0
@@ -235,12 +221,8 @@ def _report(runs, net, net_rec, a, cores, size):
               f"bits differ {r['differing_words_vs_serial']} err vs scipy "
               f"{r['rel_l2_error_vs_scipy']:.1e}"
               f"{' OVERSUBSCRIBED' if r['oversubscribed'] else ''}")
-    doc = {"meta": {"ranks": size, "cores": cores, "n": a.n, "transform": a.transform,
-                    "sweep": a.sweep, "repeats": a.repeats, "threads_per_rank": 1,
-                    "network": {"key": net.key, "alpha_s": net.alpha_s, "beta_bps": net.beta_bps,
-                                "source": net.source},
-                    "network_calibration": net_rec, "profile": a.profile,
-                    "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+    doc = {"meta": meta(net, net_rec, a.profile, ranks=size, cores=cores, n=a.n,
+                        transform=a.transform, sweep=a.sweep, repeats=a.repeats),
            "runs": runs}
     if a.json:
         with open(a.json, "w") as fh:
@@ -276,4 +258,4 @@ def table(runs: list[dict]) -> str:
 
 
 if __name__ == "__main__":
-    raise SystemExit(_abort_on_error(main))
+    raise SystemExit(abort_on_error(main))

@@ -56,9 +56,8 @@ def calibrate(comm) -> dict | None:
     pair = comm.Split(0 if comm.Get_rank() < 2 else 1, comm.Get_rank())
     times = ping_pong(pair) if comm.Get_rank() < 2 else []
     pair.Free()
-    req = comm.Ibarrier()  # the other ranks wait asleep, not spinning on the cores
-    while not req.Test():
-        time.sleep(0.005)
+    from .jobs import idle_barrier
+    idle_barrier(comm)  # the other ranks wait asleep, not spinning on the cores
     times = comm.bcast(times, root=0)
     if not times:
         return None
@@ -102,5 +101,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from .summa import _abort_on_error
-    raise SystemExit(_abort_on_error(main))
+    from .jobs import abort_on_error
+    raise SystemExit(abort_on_error(main))

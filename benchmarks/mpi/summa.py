@@ -36,20 +36,12 @@ for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_
 import argparse  # noqa: E402
 import json  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-PROFILE = Path(__file__).resolve().parents[2] / "docs" / "_generated" / "tme_profile.json"
+from .jobs import PROFILE, abort_on_error, meta, sweep  # noqa: E402
+
 PHASES = ("gemms", "passes", "communication")
-
-
-def _idle_barrier(comm, poll: float = 0.005) -> None:
-    """A barrier that sleeps while it waits: MPICH's blocking one spins, and ranks left
-    out of a sweep's smaller runs would take the cores from the ranks that run."""
-    req = comm.Ibarrier()
-    while not req.Test():
-        time.sleep(poll)
 
 
 def _record(kind, comm, grid, n, panel, info, wall, cores, elapsed):
@@ -213,29 +205,19 @@ def main(argv=None) -> int:
                  for r in ranks]
     else:
         cases = [(size, n, a.grid)]
-    bar = None
-    if a.sweep and rank == 0:
-        from tqdm import tqdm
-        bar = tqdm(total=len(cases), desc=f"{a.sweep} sweep", unit="case")
-    runs, refs = [], {}
-    for r, nn, shape in cases:
-        sub = world.Split(0 if rank < r else MPI.UNDEFINED, rank)
-        if sub != MPI.COMM_NULL:
-            got, grid, emu = run_case(sub, nn, shape, a.panel, a.repeats, refs, cores)
-            probes = probe_rates(sub, profile, grid, nn, a.panel, emu)
-            if got:
-                for rec in got:
-                    rec["rank_rates"] = [{**pr["rates"], "shape": list(pr["shape"])}
-                                         for pr in probes]
-                    rec.update(predict(rec, profile, net, probes))
-                    runs.append(rec)
-            sub.Free()
-        _idle_barrier(world)
-        if bar:
-            bar.update()
-            bar.set_postfix(ranks=r, n=nn)
-    if bar:
-        bar.close()
+    refs: dict = {}
+
+    def run(sub, case):
+        nn, shape = case
+        got, grid, emu = run_case(sub, nn, shape, a.panel, a.repeats, refs, cores)
+        probes = probe_rates(sub, profile, grid, nn, a.panel, emu)
+        for rec in got or []:
+            rec["rank_rates"] = [{**pr["rates"], "shape": list(pr["shape"])} for pr in probes]
+            rec.update(predict(rec, profile, net, probes))
+        return got
+
+    runs = sweep(world, [(r, (nn, shape)) for r, nn, shape in cases], run,
+                 f"{a.sweep or 'one'} sweep", lambda c: {"n": c[0]})
     if rank == 0:
         _report(runs, net, net_rec, a, cores, size)
     return 0
@@ -253,12 +235,8 @@ def _report(runs, net, net_rec, a, cores, size):
         print("         " + ", ".join(f"{ph} {r['phases'][ph]:.3f}s (model "
                                       f"{r['predicted_phases'][ph]:.3f}s)" for ph in PHASES)
               + f", in no phase {r['outside_phases_s']:.3f}s")
-    doc = {"meta": {"ranks": size, "cores": cores, "panel": a.panel, "sweep": a.sweep,
-                    "repeats": a.repeats, "threads_per_rank": 1,
-                    "network": {"key": net.key, "alpha_s": net.alpha_s, "beta_bps": net.beta_bps,
-                                "source": net.source},
-                    "network_calibration": net_rec, "profile": a.profile,
-                    "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+    doc = {"meta": meta(net, net_rec, a.profile, ranks=size, cores=cores, panel=a.panel,
+                        sweep=a.sweep, repeats=a.repeats),
            "runs": runs}
     if a.json:
         with open(a.json, "w") as fh:
@@ -269,19 +247,5 @@ def _report(runs, net, net_rec, a, cores, size):
         print(f"plot -> {a.plot}")
 
 
-def _abort_on_error(f):
-    """Run ``f``; an exception on any rank aborts the job (the others would wait forever)."""
-    try:
-        return f()
-    except SystemExit:
-        raise
-    except BaseException:
-        import traceback
-
-        from mpi4py import MPI
-        traceback.print_exc()
-        MPI.COMM_WORLD.Abort(1)
-
-
 if __name__ == "__main__":
-    raise SystemExit(_abort_on_error(main))
+    raise SystemExit(abort_on_error(main))
