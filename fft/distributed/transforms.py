@@ -81,7 +81,8 @@ def _axes(axes) -> list[int]:
     return got
 
 
-def _plans(plan, axes: list[int], lengths: list[int]) -> list[Plan]:
+def _plans(plan, lengths: list[int]) -> list[Plan]:
+    """One plan per axis, in the order of ``axes`` (of the given lengths), fast mode."""
     if isinstance(plan, Sequence) and not isinstance(plan, str) and len(plan) != 3:
         raise ValueError(f"plan holds {len(plan)} plans for 3 transformed axes: pass one per "
                          "axis, in the order of axes")
@@ -118,7 +119,7 @@ def _check(x, axes, norm, workers, plan, kind: str, s=None):
             if n_last < 1:
                 raise ValueError(f"invalid number of data points ({n_last}) specified")
             lengths[-1] = n_last
-        held["plans"] = _plans(plan, ax, lengths)
+        held["plans"] = _plans(plan, lengths)
         fingerprint = [(p.n, repr(p.options)) for p in held["plans"]]
         return (x.shape, x.split, (x.grid.P, x.grid.Q), complex_in, ax, nm, n_last,
                 fingerprint)
