@@ -96,3 +96,39 @@ def test_bad_arguments(bad):
     kw = dict(shape=(4, 4, 4), P=2, Q=1, transform="c2c") | bad
     with pytest.raises(ValueError):
         N.fft3d_steps(kw.pop("shape"), kw.pop("P"), kw.pop("Q"), **kw)
+
+
+def test_cluster_rows_one_gpu_is_the_device_projection_and_the_network_adds():
+    from tme_model.fft_projection import project_fft
+    from tme_model.network import load_network
+    from tme_model.scenario import Scenario
+    from tme_model.specs import get_device, load_devices
+
+    n = 64
+    (one,) = N.fft3d_cluster_rows("b300", "ndr", gpus=(1,), sizes=(n,))
+    whole = project_fft(F.fft_workload((n, n, n), counts=False),
+                        get_device("b300", load_devices()), Scenario(mode="fast", gamma=0.0))
+    assert one["exchange_s"] == 0.0 and one["grid"] == "1x1"
+    assert one["native_compute_s"] == pytest.approx(whole.native_s)
+    assert one["emulated_compute_s"] == pytest.approx(whole.emulated_s)
+    rows = N.fft3d_cluster_rows("b300", "ndr", gpus=(4, 16), sizes=(n,))
+    net = load_network("ndr")
+    for r in rows:
+        P, Q = map(int, r["grid"].split("x"))
+        ex = [s for s in N.fft3d_steps((n, n, n), P, Q) if isinstance(s, N.Exchange)]
+        assert r["exchange_s"] == pytest.approx(sum(max(net.message_s(b, s.size - 1)
+                                                        for b in s.bytes) for s in ex))
+        assert r["emulated_s"] == pytest.approx(r["emulated_compute_s"] + r["exchange_s"])
+        # the network dilutes the local advantage, never reverses it
+        assert min(1.0, r["speedup_without_network"]) <= r["speedup"] <= max(
+            1.0, r["speedup_without_network"])
+    assert rows[1]["native_compute_s"] == pytest.approx(rows[0]["native_compute_s"] / 4)
+    assert "MODELLED" not in N.markdown(rows) and N.markdown(rows).count("\n") == 3
+
+
+def test_cluster_cli(capsys):
+    assert N.main(["--gpus", "4", "--n", "64"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("MODELLED") and "| 4 | 2x2 | 64 |" in out
+    with pytest.raises(SystemExit):
+        N.main(["--gpu", "no-such-gpu", "--gpus", "4", "--n", "64"])

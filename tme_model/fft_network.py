@@ -35,7 +35,8 @@ from .fft_workload import LAYOUT_BYTES, TWIDDLE_BYTES, plan_workload
 from .network import Network, RankRates, _bounds
 from .profile import Profile
 
-__all__ = ["Exchange", "LocalTransform", "fft3d_steps", "fft3d_time", "fft3d_flops"]
+__all__ = ["Exchange", "LocalTransform", "fft3d_steps", "fft3d_time", "fft3d_flops",
+           "fft3d_cluster_rows", "markdown", "main"]
 
 
 @dataclass(frozen=True)
@@ -237,3 +238,115 @@ def fft3d_time(shape: Sequence[int], P: int, Q: int, profile: Profile, net: Netw
     i = int(np.argmax(total))
     return {"total_s": float(total[i]), "transforms_s": float(parts["transforms"][i]),
             "passes_s": float(parts["passes"][i]), "network_s": float(parts["network"][i])}
+
+
+def fft3d_cluster_rows(gpu: str = "b300", network: str = "ndr", gpus=(4, 16, 64),
+                       sizes=(1024, 2048), fused: bool = True) -> list[dict]:
+    """The distributed 3-D FFT on a GPU cluster, modelled: one row per (GPU count, n).
+
+    Each GPU runs its block's local transforms in the device projection of
+    :func:`tme_model.fft_projection.project_fft` (native FP64 FFT against the emulated
+    stages of :func:`fft.get_plan`'s plan, on the slowest rank's columns), and the
+    exchanges of :func:`fft3d_steps` on pencils (the grid as square as the count allows)
+    at ``(s - 1) alpha + bytes / beta`` each, with no overlap.
+
+    Parameters
+    ----------
+    gpu, network : str
+        Keys of the device database and of ``data/networks.toml`` (or a calibration file).
+    gpus, sizes : sequences of int
+        GPU counts and cube edges ``n``.
+    fused : bool
+        Model the emulation's reconstruction as fused (``gamma = 0``, the case where the
+        serial projection finds the emulated FFT winning) or with its estimated cost.
+
+    Returns
+    -------
+    list of dict
+        Seconds (``native_compute_s``, ``emulated_compute_s``, ``exchange_s``,
+        ``native_s``, ``emulated_s``), TFLOP/s per GPU (``5 N log2 N`` convention),
+        ``speedup`` (native / emulated) and ``speedup_without_network``.
+    """
+    from fft import get_plan
+
+    from .cluster import _grid
+    from .fft_projection import project_fft
+    from .network import load_network
+    from .scenario import Scenario
+    from .specs import get_device, load_devices
+
+    dev, net = get_device(gpu, load_devices()), load_network(network)
+    sc = Scenario(mode="fast", gamma=0.0) if fused else Scenario(mode="fast")
+    rows = []
+    for g in gpus:
+        P, Q = _grid(int(g))
+        for n in sizes:
+            plan = get_plan(int(n))
+            native = emulated = exchange = 0.0
+            scheme = ""
+            for st in fft3d_steps((n, n, n), P, Q):
+                if isinstance(st, Exchange):
+                    exchange += max(net.message_s(b, st.size - 1) for b in st.bytes)
+                    continue
+                proj = project_fft(plan_workload(plan, max(st.widths), counts=False), dev, sc)
+                native += proj.native_s
+                emulated += proj.emulated_s
+                scheme = f"{proj.scheme} N={proj.moduli}"
+            flops = fft3d_flops((n, n, n)) / g
+            row = {"gpus": int(g), "grid": f"{P}x{Q}", "n": int(n), "gpu": dev.key,
+                   "network": net.key, "substrate": scheme, "fused": fused,
+                   "native_compute_s": native, "emulated_compute_s": emulated,
+                   "exchange_s": exchange, "native_s": native + exchange,
+                   "emulated_s": emulated + exchange}
+            row["native_tflops_per_gpu"] = flops / row["native_s"] / 1e12
+            row["emulated_tflops_per_gpu"] = flops / row["emulated_s"] / 1e12
+            row["speedup"] = row["native_s"] / row["emulated_s"]
+            row["speedup_without_network"] = native / emulated
+            rows.append(row)
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    """The rows of :func:`fft3d_cluster_rows` as a Markdown table (times in ms)."""
+    out = ["| GPUs | grid | n | substrate | native compute ms | emulated compute ms | "
+           "exchanges ms | native TF/GPU | emulated TF/GPU | speedup (without network) |",
+           "|" + "---|" * 10]
+    for r in rows:
+        out.append(f"| {r['gpus']} | {r['grid']} | {r['n']} | {r['substrate']} | "
+                   f"{1e3 * r['native_compute_s']:.2f} | {1e3 * r['emulated_compute_s']:.2f} | "
+                   f"{1e3 * r['exchange_s']:.2f} | {r['native_tflops_per_gpu']:.2f} | "
+                   f"{r['emulated_tflops_per_gpu']:.2f} | {r['speedup']:.2f} "
+                   f"({r['speedup_without_network']:.2f}) |")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    """``python -m tme_model.fft_network``: the cluster rows, MODELLED."""
+    import argparse
+    import json
+
+    from .cluster import _ints
+    from .specs import TMEError
+
+    p = argparse.ArgumentParser(prog="python -m tme_model.fft_network",
+                                description="Modelled distributed 3-D FFT on a GPU cluster "
+                                            "(TME device projection + alpha-beta exchanges).")
+    p.add_argument("--gpu", default="b300")
+    p.add_argument("--network", default="ndr")
+    p.add_argument("--gpus", type=_ints, default=[4, 16, 64])
+    p.add_argument("--n", type=_ints, default=[1024, 2048])
+    p.add_argument("--unfused", action="store_true",
+                   help="the reconstruction at its estimated cost (default: fused, gamma = 0)")
+    p.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    a = p.parse_args(argv)
+    try:
+        rows = fft3d_cluster_rows(a.gpu, a.network, a.gpus, a.n, fused=not a.unfused)
+    except TMEError as exc:
+        p.error(str(exc))
+    print(json.dumps(rows, indent=2) if a.format == "json" else
+          "MODELLED (not measured)\n\n" + markdown(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
