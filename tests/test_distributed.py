@@ -66,7 +66,7 @@ def test_fft_bitwise_equal_to_serial_on_every_grid():
     for grid in ("1x1", "1x4", "2x2", "4x1"):
         assert f"grid={grid}" in out
     assert out.count("ok errors") == 3
-    assert "ok (17, 12, 30) grid=2x2" in out
+    assert "ok (17, 12, 30) grid=2x2" in out and "ok one line per rank" in out
 
 
 def test_native_summa_accurate_but_its_bits_follow_the_grid():

@@ -44,9 +44,9 @@ class Exchange:
     """One ``Alltoallv``: ``axis`` made local along the grid's ``along`` ("row" or "col").
 
     ``before`` and ``after`` are the layouts (``split``); ``itemsize`` is 16 for complex
-    data (split: two float64), 8 for real; ``bytes`` and ``points`` are per rank (rank
-    order ``r = p Q + q``): what it sends, and the points it holds before the exchange
-    (packed, then as many unpacked).
+    data (split: two float64), 8 for real; ``bytes``, ``points`` and ``received`` are per
+    rank (rank order ``r = p Q + q``): what it sends, the points it holds before the
+    exchange (packed) and after it (unpacked).
     """
 
     axis: int
@@ -57,6 +57,7 @@ class Exchange:
     itemsize: int
     bytes: tuple[int, ...]
     points: tuple[int, ...]
+    received: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -120,9 +121,11 @@ def fft3d_steps(shape: Sequence[int], P: int, Q: int, transform: str = "c2c",
             kept = _kept(shape, P, Q, split, new)
             item = 8 if real else 16
             if s > 1:
+                after = _sizes(shape, P, Q, new).prod(axis=1)
                 steps.append(Exchange(ax, along, s, split, new, item,
                                       tuple(int(x) for x in (held - kept) * item),
-                                      tuple(int(x) for x in held)))
+                                      tuple(int(x) for x in held),
+                                      tuple(int(x) for x in after)))
             split = new
         sizes = _sizes(shape, P, Q, split)
         widths = tuple(int(x) for x in sizes.prod(axis=1) // shape[ax])
@@ -206,14 +209,14 @@ def fft3d_time(shape: Sequence[int], P: int, Q: int, profile: Profile, net: Netw
     parts = {k: np.zeros(ranks) for k in ("transforms", "passes", "network")}
     # layout passes in complex points (LAYOUT_BYTES each); a real point counts half
     layout = np.zeros(ranks)
-    if transform == "c2c":
-        layout += math.prod(int(n) for n in shape) / ranks  # the split (about: the mean)
+    if transform == "c2c":  # the split of each rank's block
+        layout += _sizes([int(n) for n in shape], P, Q, (0, 1)).prod(axis=1)
     done: dict = {}
     ordered = True  # the block C-ordered in the array's axis order (as scattered)
     for st in steps:
         if isinstance(st, Exchange):
             parts["network"] += [net.message_s(b, st.size - 1) for b in st.bytes]
-            layout += 2.0 * np.asarray(st.points) * st.itemsize / 16  # pack and unpack
+            layout += (np.asarray(st.points) + np.asarray(st.received)) * st.itemsize / 16
             ordered = True
             continue
         for i, w in enumerate(st.widths):

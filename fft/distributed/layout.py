@@ -126,7 +126,8 @@ def scatter(X: Any, grid: Grid, split=(0, 1), root: int = 0) -> DistributedArray
     """Distribute the 3-D array ``X`` held by ``root`` (the others pass ``None``).
 
     ``X`` is converted to float64 (real) or complex128 (complex; single precision is
-    widened) and not modified. Every rank must pass the same ``split`` and ``root``;
+    widened, so the transforms return complex128 where serial :mod:`fft` rounds back
+    to complex64) and not modified. Every rank must pass the same ``split`` and ``root``;
     a bad ``X`` raises the same error on every rank.
 
     Returns
@@ -138,9 +139,13 @@ def scatter(X: Any, grid: Grid, split=(0, 1), root: int = 0) -> DistributedArray
     held = {}
 
     def check():
-        if comm.Get_rank() == root:
+        r = operator.index(root)
+        if not 0 <= r < comm.Get_size():
+            raise ValueError(f"root must be a rank of the grid (0 .. {comm.Get_size() - 1}), "
+                             f"got {root!r}")
+        if comm.Get_rank() == r:
             held["X"] = _whole(X)
-        return check_split(split), operator.index(root), (grid.P, grid.Q)
+        return check_split(split), r, (grid.P, grid.Q)
 
     split, _, _ = agree(comm, check)
     A = held.get("X")

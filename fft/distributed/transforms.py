@@ -59,7 +59,8 @@ class FFTInfo:
     traffic : ozaki.distributed.traffic.Traffic
         Bytes and messages this rank sent (flat convention).
     exchanges : list of tuple
-        ``(axis made local, split after)`` for each exchange, in order.
+        ``(axis made local, split before, split after)`` for each ``Alltoallv``, in
+        order (a slab grid's trivial cut only relabels the layout: not listed).
     """
 
     seconds: dict = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
@@ -94,6 +95,18 @@ def _plans(plan, lengths: list[int]) -> list[Plan]:
     return plans
 
 
+def _fingerprint(plan: Plan) -> tuple:
+    """What makes a plan's bits: length, radices, options as resolved, stage counts."""
+    o = plan.options
+    if o.native:
+        return plan.n, tuple(plan.radices), "native"
+    from ozaki.engines import get_engine
+    eng = get_engine(o.engine, o.scheme)
+    return (plan.n, tuple(plan.radices), o.mode, eng.name,
+            eng.preferred_scheme if o.scheme == "auto" else o.scheme,
+            tuple(st.counts() for st in plan.stages))
+
+
 def _check(x, axes, norm, workers, plan, kind: str, s=None):
     """Validate and agree on the arguments on every rank (the same error everywhere).
 
@@ -120,7 +133,7 @@ def _check(x, axes, norm, workers, plan, kind: str, s=None):
                 raise ValueError(f"invalid number of data points ({n_last}) specified")
             lengths[-1] = n_last
         held["plans"] = _plans(plan, lengths)
-        fingerprint = [(p.n, repr(p.options)) for p in held["plans"]]
+        fingerprint = [_fingerprint(p) for p in held["plans"]]
         return (x.shape, x.split, (x.grid.P, x.grid.Q), complex_in, ax, nm, n_last,
                 fingerprint)
 
@@ -161,8 +174,9 @@ class _Run:
         t = self.info.seconds
         S, split = make_local(S, lead, self.shape, self.split, self.grid, axis,
                               self.info.traffic, t)
-        if split != self.split:
-            self.info.exchanges.append((axis, split))
+        ranks = self.grid.P if axis == self.split[0] else self.grid.Q
+        if split != self.split and ranks > 1:  # not a slab's relabel
+            self.info.exchanges.append((axis, self.split, split))
         self.split = split
         return S
 
@@ -208,7 +222,8 @@ def _c2c(x, axes, norm, workers, plan, inverse: bool, return_info: bool):
 
 def fftn(x: DistributedArray, axes=None, norm=None, workers=None, *, plan=None,
          return_info: bool = False):
-    """3-D DFT of a distributed array, bitwise equal to serial :func:`fft.fftn`.
+    """3-D DFT of a distributed array, bitwise equal to serial :func:`fft.fftn`
+    (with the default or any fast-mode emulated plans; module docstring).
 
     Parameters
     ----------
@@ -234,7 +249,9 @@ def fftn(x: DistributedArray, axes=None, norm=None, workers=None, *, plan=None,
     Raises
     ------
     TypeError, ValueError
-        On every rank, for bad arguments on any rank or ranks that disagree.
+        On every rank, for bad arguments on any rank or ranks that disagree (``x`` must
+        be a DistributedArray on every rank: without one there is no communicator to
+        agree on, and only that rank raises).
     """
     return _c2c(x, axes, norm, workers, plan, False, return_info)
 

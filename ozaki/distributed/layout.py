@@ -225,22 +225,27 @@ def agree(comm, check) -> Any:
     """The same verdict on every rank, before any other collective.
 
     Each rank runs ``check()``, which validates its own arguments and returns what
-    the ranks must agree on (a picklable, comparable value), or raises ``TypeError``
-    or ``ValueError``. The ranks then compare: an error anywhere is raised everywhere
-    (the rank's own, or the first rank's), and ranks that were given different things
-    raise ``ValueError`` -- so no rank waits in a collective the others skipped.
-    Returns the agreed value.
+    the ranks must agree on (a picklable, comparable value), or raises. The ranks
+    then compare: a ``TypeError`` or ``ValueError`` anywhere is raised everywhere
+    (the rank's own, or the first failing rank's); any other exception is re-raised
+    where it happened and raised as ``RuntimeError`` (naming it) on the other ranks;
+    ranks that were given different things raise ``ValueError`` -- so no rank waits
+    in a collective the others skipped. Returns the agreed value.
     """
     error, mine = None, None
     try:
         mine = check()
-    except (TypeError, ValueError) as exc:
+    except Exception as exc:  # every rank must hear of it, whatever it is
         error = exc
     every = comm.allgather((None if error is None else (type(error), str(error)), mine))
     errors = [e for e, _ in every if e is not None]
     if errors:
+        if error is not None:
+            raise error
         kind, text = errors[0]
-        raise kind(text if error is None else str(error))
+        if issubclass(kind, (TypeError, ValueError)):
+            raise kind(text)
+        raise RuntimeError(f"another rank failed its argument check: {kind.__name__}: {text}")
     if any(m != every[0][1] for _, m in every):
         raise ValueError("the ranks disagree on the global shapes, grids or options: "
                          f"{sorted({repr(m) for _, m in every})}")

@@ -12,6 +12,7 @@ import fft
 from fft import distributed as dfft
 from fft.distributed.layout import block
 from ozaki.distributed import make_grid
+from ozaki.distributed.layout import agree
 from mpi_checks import idle_barrier, raises, same
 
 world = MPI.COMM_WORLD
@@ -34,22 +35,23 @@ def kept(shape, P, Q, old, new, r):
                         for x, y in zip(a, b)]))
 
 
-def check(name, grid, got, want, info=None, start=None, itemsize=16):
+def check(name, grid, got, want, info=None, itemsize=16):
     whole = dfft.gather(got, root=None)
     assert whole.shape == want.shape and whole.dtype == want.dtype, (name, whole.dtype)
     bad = int(np.sum(whole.view(np.int64) != want.view(np.int64)))
     assert bad == 0, f"{name} on {grid}: {bad} of {want.size * 2} words differ"
     if info is not None:  # every byte sent is an entry that left its rank
         sent = grid.comm.allreduce(info.traffic.bytes)
-        want_bytes, split, shape = 0, start, list(info_shapes[name])
+        want_bytes, shape = 0, list(info_shapes[name])
         if name == "rfftn":  # exchanged after the real axis: half of it
             shape[2] = shape[2] // 2 + 1
-        for axis, new in info.exchanges:
+        for axis, old, new in info.exchanges:
+            assert axis in old and axis not in new
             want_bytes += sum(int(np.prod([s.stop - s.start for s in
-                                           block(shape, grid.P, grid.Q, split, r)]))
-                              - kept(shape, grid.P, grid.Q, split, new, r)
+                                           block(shape, grid.P, grid.Q, old, r)]))
+                              - kept(shape, grid.P, grid.Q, old, new, r)
                               for r in range(grid.P * grid.Q)) * itemsize
-            split = new
+        assert len(info.exchanges) == (grid.P > 1) + (grid.Q > 1)  # relabels not listed
         assert sent == want_bytes, (name, sent, want_bytes)
 
 
@@ -64,7 +66,9 @@ def run(grid, shape):
     x = dfft.scatter(X, grid)
     Y, info = dfft.fftn(x, return_info=True)
     info_shapes["fftn"] = shape
-    check("fftn", grid, Y, fft.fftn(X), info, (0, 1))
+    before = x.local.copy()
+    check("fftn", grid, Y, fft.fftn(X), info)
+    assert np.array_equal(x.local, before)  # the input is not modified
     assert Y.split == (1, 2), Y.split
     Yw = fft.fftn(X)
     back = dfft.ifftn(Y, axes=(2, 1, 0))
@@ -82,7 +86,7 @@ def run(grid, shape):
         xr = dfft.scatter(Rs, grid)
         Z, info = dfft.rfftn(xr, return_info=True)
         info_shapes["rfftn"] = sh
-        check("rfftn", grid, Z, fft.rfftn(Rs), info, (0, 1))
+        check("rfftn", grid, Z, fft.rfftn(Rs), info)
         Zw = fft.rfftn(Rs)
         s = (sh[1], sh[0], sh[2])  # along axes, as scipy
         got = dfft.irfftn(Z, s=s, axes=(1, 0, 2))
@@ -90,8 +94,15 @@ def run(grid, shape):
         check("irfftn(1,0,2)", grid, got, fft.irfftn(Zw, s=s, axes=(1, 0, 2)))
         check("irfftn ortho", grid, dfft.irfftn(Z, s=s, axes=(1, 0, 2), norm="ortho"),
               fft.irfftn(Zw, s=s, axes=(1, 0, 2), norm="ortho"))
-        check("irfftn default", grid, dfft.irfftn(Z, s=(-1, -1, sh[2])),
-              fft.irfftn(Zw, s=sh))
+        check("irfftn s", grid, dfft.irfftn(Z, s=(-1, -1, sh[2])), fft.irfftn(Zw, s=sh))
+        if sh[2] % 2 == 0:  # s=None: the even length 2 (m - 1)
+            kept_z = Z.local.copy()
+            check("irfftn default", grid, dfft.irfftn(Z), fft.irfftn(Zw))
+            assert np.array_equal(Z.local, kept_z)  # DC/Nyquist dropped in a copy only
+        # real input from another layout, the real axis not local at first
+        xs = dfft.scatter(Rs, grid, split=(0, 2))
+        check("rfftn (0, 2) axes (2, 0, 1)", grid, dfft.rfftn(xs, axes=(2, 0, 1)),
+              fft.rfftn(Rs, axes=(2, 0, 1)))
     # non-finite entries propagate as serially
     Xn = X.copy()
     Xn[0, 0, 0], Xn[-1, 1 % shape[1], 0] = np.inf, np.nan
@@ -122,6 +133,14 @@ def errors(grid):
     raises(ValueError, "3-D", lambda: dfft.scatter(np.zeros((2, 2)) if rank == 0 else None,
                                                     grid))
     raises(TypeError, "DistributedArray", lambda: dfft.fftn(np.zeros((2, 2, 2))))
+    raises(ValueError, "root must be", lambda: dfft.scatter(np.zeros((2, 2, 2)), grid, root=9))
+
+    def fails_on_rank_0():  # not a TypeError or ValueError: still heard everywhere
+        if rank == 0:
+            raise KeyError("boom")
+        return 1
+    raises(KeyError if rank == 0 else RuntimeError, "boom",
+           lambda: agree(grid.comm, fails_on_rank_0))
     # ranks that disagree, or one rank's bad argument, fail everywhere (no hang)
     raises(ValueError, "disagree", lambda: dfft.fftn(x, axes=(0, 1, 2) if rank else (2, 1, 0)))
     raises(ValueError, "norm", lambda: dfft.fftn(x, norm="ortho" if rank else "bad"))
@@ -149,3 +168,7 @@ for shape in ((1, 4), (2, 2), (4, 1)):
         errors(g)
 with make_grid((2, 2), world) as g:
     run(g, (17, 12, 30))  # a prime length (one dense stage) and two-stage lengths
+    X = data((2, 2, 12))  # one line per rank: a batch of width 1 (numpy would take gemv)
+    check("fftn one line per rank", g, dfft.fftn(dfft.scatter(X, g)), fft.fftn(X))
+    if rank == 0:
+        print("ok one line per rank", flush=True)
