@@ -9,6 +9,8 @@ from this folder.
 * :func:`run_config`: one timed ``ozaki.dgemm`` call, with its info.
 * :func:`peak_memory`: peak extra resident memory of one call, measured in a
   fresh subprocess from the kernel's resident-set high-water mark.
+* :func:`rotate`: median walls of several calls timed in rotation (the ratio
+  benchmarks' baseline in the same run).
 """
 
 from __future__ import annotations
@@ -110,6 +112,20 @@ def time_numpy(A: np.ndarray, B: np.ndarray) -> float:
     t0 = time.perf_counter()
     A @ B
     return time.perf_counter() - t0
+
+
+def rotate(fns, rounds: int) -> list[float]:
+    """Median walls of the calls ``fns``, timed in rotation after one warm-up call each
+    (a load change then hits all of them alike)."""
+    for f in fns:
+        f()
+    walls = [[] for _ in fns]
+    for _ in range(rounds):
+        for w, f in zip(walls, fns):
+            t0 = time.perf_counter()
+            f()
+            w.append(time.perf_counter() - t0)
+    return [statistics.median(w) for w in walls]
 
 
 def summarize(walls, infos, numpy_median: float) -> dict:

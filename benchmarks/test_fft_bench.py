@@ -27,14 +27,13 @@ present, the time :func:`tme_model.fft_workload.predict_fft` predicts from it.
 from __future__ import annotations
 
 import os
-import statistics
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import fft
+from bench_common import rotate  # benchmarks/ (conftest puts it on the path)
 
 SMALL = os.environ.get("OZAKI_BENCH_SMALL") == "1"
 PROFILE = Path(__file__).resolve().parents[1] / "docs" / "_generated" / "tme_profile.json"
@@ -50,23 +49,6 @@ CASES = [
     ("64 x N=4096", (64, 4096), (-1,), 100.0),
 ]
 NATIVE_PLAN_GOAL = 12.0
-
-
-def _wall(f) -> float:
-    t0 = time.perf_counter()
-    f()
-    return time.perf_counter() - t0
-
-
-def _rotate(fns, rounds: int) -> list[float]:
-    """Median walls of ``fns``, timed in rotation after one warm-up call each."""
-    for f in fns:
-        f()
-    walls = [[] for _ in fns]
-    for _ in range(rounds):
-        for w, f in zip(walls, fns):
-            w.append(_wall(f))
-    return [statistics.median(w) for w in walls]
 
 
 def _predicted(shape, axes) -> float | None:
@@ -93,7 +75,7 @@ def test_fft_against_baselines(benchmark, rounds, label, shape, axes, scipy_goal
         def ours(): return fft.fftn(x, axes=axes)
         def plan(): return fft.fftn(x, axes=axes, plan=native)
         def ref(): return scipy.fft.fftn(x, axes=axes, workers=-1)
-    te, tp, ts = _rotate([ours, plan, ref], rounds)
+    te, tp, ts = rotate([ours, plan, ref], rounds)
     with fft.stage_records() as stages:
         ours()
     emulated = [s for s in stages if s.gemms]

@@ -23,31 +23,14 @@ for a quick look.
 from __future__ import annotations
 
 import os
-import statistics
-import time
 
 import numpy as np
 import pytest
 
 import ozaki
+from bench_common import rotate  # benchmarks/ (conftest puts it on the path)
 
 SMALL = os.environ.get("OZAKI_BENCH_SMALL") == "1"
-
-
-def _wall(f) -> float:
-    t0 = time.perf_counter()
-    f()
-    return time.perf_counter() - t0
-
-
-def _alternate(emulated, native, rounds: int):
-    """Median walls of ``emulated`` and ``native``, timed alternately after a warm-up."""
-    emulated(), native()
-    te, tn = [], []
-    for _ in range(rounds):
-        te.append(_wall(emulated))
-        tn.append(_wall(native))
-    return statistics.median(te), statistics.median(tn)
 
 
 def _record(benchmark, name, te, tn, goal, info=None):
@@ -70,8 +53,8 @@ def test_stacked_matmul(benchmark, rounds, batch, size):
     A = rng.standard_normal((batch, size, size))
     B = rng.standard_normal((batch, size, size))
     info = ozaki.matmul(A, B, scheme="fp64", return_info=True)[1]
-    te, tn = _alternate(lambda: ozaki.matmul(A, B, scheme="fp64"), lambda: np.matmul(A, B),
-                        rounds)
+    te, tn = rotate([lambda: ozaki.matmul(A, B, scheme="fp64"), lambda: np.matmul(A, B)],
+                    rounds)
     _record(benchmark, f"stack {batch}x{size}^3", te, tn, 12.0, info)
 
 
@@ -82,7 +65,7 @@ def test_shared_operand(benchmark, rounds, mode):
     A = rng.standard_normal((64, 64))
     B = rng.standard_normal((64, cols))
     info = ozaki.dgemm(A, B, mode=mode, return_info=True)[1]
-    te, tn = _alternate(lambda: ozaki.dgemm(A, B, mode=mode), lambda: A @ B, rounds)
+    te, tn = rotate([lambda: ozaki.dgemm(A, B, mode=mode), lambda: A @ B], rounds)
     _record(benchmark, f"(64, 64) @ (64, {cols}) {mode}", te, tn, 10.0, info)
 
 
@@ -99,5 +82,5 @@ def test_zgemm_against_four_dgemm(benchmark, rounds):
         for X, Y in parts:
             ozaki.dgemm(X, Y, num_moduli=N)
 
-    te, tn = _alternate(lambda: ozaki.zgemm(A, B, num_moduli=N), four, rounds)
+    te, tn = rotate([lambda: ozaki.zgemm(A, B, num_moduli=N), four], rounds)
     _record(benchmark, f"zgemm n={size} vs 4 dgemm at N={N}", te, tn, 0.8, info)

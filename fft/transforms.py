@@ -212,12 +212,11 @@ def _along(S: np.ndarray, axis: int, plan: Plan, real_in=False, real_out=False) 
     lead = 0 if real_in else 1
     n = S.shape[axis + lead]
     if axis + lead == S.ndim - 1 and S.ndim > lead + 1 and S.flags.c_contiguous and S.size:
-        parts, W = 1 + lead, S.size // ((1 + lead) * n)
-        Z = transpose(S.reshape(parts, W, n))  # (parts, n, W)
+        W = S.size // ((1 + lead) * n)
+        Z = transpose(S.reshape(1 + lead, W, n))  # (parts, n, W)
         out = plan.execute(Z[0] if real_in else Z, real_in, real_out)
-        parts = 1 if real_out else 2
-        back = transpose(out.reshape(parts, n, W))  # (parts, W, n)
-        return back.reshape(((2,) if parts == 2 else ()) + S.shape[lead:])
+        back = transpose(out.reshape(1 if real_out else 2, n, W))  # (parts, W, n)
+        return back.reshape(S.shape[lead:] if real_out else (2,) + S.shape[lead:])
     src = np.moveaxis(S, axis + lead, lead)
     shape = src.shape
     Z = src.reshape((n, -1) if real_in else (2, n, -1))

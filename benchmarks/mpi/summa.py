@@ -9,8 +9,8 @@ grown as ``n (r)^(1/3)``: the same flops per rank) runs them on 1, 2, 4 ranks
 Per run: ranks, grid, n, scheme, count, time per phase (max over ranks: ``gemms`` the
 local products, ``passes`` the O(n^2) passes of the emulation -- scaling, residues,
 reconstruction --, ``communication`` the broadcasts and reductions, waiting included;
-``outside_phases_s`` the largest time a rank spent in none of them: for the emulated
-product mostly the CRT of its accumulators, which ``info.seconds`` does not time),
+``outside_phases_s`` the largest time a rank spent in none of them: argument checks
+and allocations),
 GFLOP/s (``2 n^3 / t``), bytes and messages each rank sent (``info.traffic``: exact,
 flat-collective convention), the error against serial (emulated: entries whose bits
 differ from serial ``ozaki.dgemm(..., mode="fast")``, which must be 0; native: the
@@ -53,7 +53,7 @@ def _record(kind, comm, grid, n, panel, info, wall, cores, elapsed):
                 s["communication"]]
     else:
         mine = [info.seconds["gemms"], 0.0, info.seconds["communication"]]
-    # the rank's time in no phase (emulated: the CRT, which ozaki.distributed leaves untimed)
+    # the rank's time in no phase of info.seconds
     phases = np.array(mine + [elapsed - sum(info.seconds.values())])
     comm.Allreduce(MPI.IN_PLACE, phases, op=MPI.MAX)
     tr = info.traffic
@@ -118,8 +118,9 @@ def run_case(comm, n: int, shape, panel: int, repeats: int, refs: dict, cores: i
 
 
 def _blocks(size: int, parts: int) -> np.ndarray:
-    i = np.arange(parts + 1)  # the layout of ozaki.distributed.bounds
-    return np.diff(i * (size // parts) + np.minimum(i, size % parts))
+    """Block lengths of the even cut (:func:`ozaki.distributed.bounds`)."""
+    from ozaki.distributed.layout import bounds
+    return np.diff(bounds(size, parts))
 
 
 def probe_rates(comm, profile, grid, n: int, panel: int, emu) -> list | None:

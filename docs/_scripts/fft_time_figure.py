@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -29,23 +28,13 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_common import rotate  # noqa: E402
 
 DATA = ROOT / "docs" / "_generated" / "fft_time_vs_n.json"
 FIGURE = ROOT / "docs" / "_static" / "fft-time-vs-n.png"
 PROFILE = ROOT / "docs" / "_generated" / "tme_profile.json"
 LENGTHS = [1 << e for e in range(8, 21, 2)]
-
-
-def _rotate(fns, repeat: int) -> list[float]:
-    for f in fns:
-        f()
-    walls = [[] for _ in fns]
-    for _ in range(repeat):
-        for w, f in zip(walls, fns):
-            t0 = time.perf_counter()
-            f()
-            w.append(time.perf_counter() - t0)
-    return [statistics.median(w) for w in walls]
 
 
 def measure(repeat: int) -> dict:
@@ -62,7 +51,7 @@ def measure(repeat: int) -> dict:
     for n in LENGTHS:
         x = rng.standard_normal(n) + 1j * rng.standard_normal(n)
         native = fft.Plan(n, native=True)
-        te, tp, ts = _rotate([lambda: fft.fft(x), lambda: fft.fft(x, plan=native),
+        te, tp, ts = rotate([lambda: fft.fft(x), lambda: fft.fft(x, plan=native),
                               lambda: scipy.fft.fft(x, workers=-1)], repeat)
         pe = predict_fft(fft_workload((n,)), profile).total_s
         pp = predict_fft(fft_workload((n,), plans=native), profile).total_s
