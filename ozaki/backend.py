@@ -273,50 +273,53 @@ class CPUBackend:
             raise AssertionError("output planes must be reshapable without a copy")
         return flat
 
-    def reduce_into(self, acc, prod, p: int, first: bool) -> None:
-        """``acc (+)= smod(prod, p)`` (k-blocks of a modular product)."""
+    def reduce_into(self, acc, prod, p: int, first: bool, bound: int = 2 ** 53) -> None:
+        """``acc (+)= smod(prod, p)`` (k-blocks of a modular product, ``|prod| <= bound``)."""
         pf, pinv, c26 = modular_constants(p)
         with self.lock:
-            kernels.reduce_into(self._out(acc), self._flat(prod), pf, pinv, c26, first)
+            kernels.reduce_into(self._out(acc), self._flat(prod), pf, pinv, c26, first,
+                                _short(bound))
 
-    def store(self, prod, p: int, out) -> None:
-        """``out = smod(prod, p)`` in the store's small integer type."""
+    def store(self, prod, p: int, out, bound: int = 2 ** 53) -> None:
+        """``out = smod(prod, p)`` in the store's small integer type (``|prod| <= bound``)."""
         pf, pinv, c26 = modular_constants(p)
         with self.lock:
-            kernels.store_residues(self._flat(prod), pf, pinv, c26, self._out(out))
+            kernels.store_residues(self._flat(prod), pf, pinv, c26, self._out(out),
+                                   _short(bound))
 
-    def complex_store(self, p1, p2, p3, p: int, out, n: int) -> None:
-        """Gauss: ``out[..., :n] = smod(P1 - P2)``, ``out[..., n:] = smod(P3 - P1 - P2)``."""
+    def complex_store(self, p1, p2, p3, p: int, out, n: int, bound: int = 2 ** 53) -> None:
+        """Gauss: ``out[..., :n] = smod(P1 - P2)``, ``out[..., n:] = smod(P3 - P1 - P2)``
+        (``|P| <= bound``)."""
         pf, pinv, c26 = modular_constants(p)
         flat = self._out(out)
         with self.lock:
             kernels.complex_residues(self._flat(p1), self._flat(p2), self._flat(p3),
-                                     pf, pinv, c26, flat[:, :n], flat[:, n:])
+                                     pf, pinv, c26, _short(bound), flat[:, :n], flat[:, n:])
 
     def add_mod(self, x, y, p: int, out) -> np.ndarray:
         """``out = smod(x + y, p)`` for residues ``x``, ``y`` (exact)."""
-        pf, pinv, c26 = modular_constants(p)
         with self.lock:
-            kernels.add_residues(self._flat(x), self._flat(y), pf, pinv, c26, self._out(out))
+            kernels.add_residues(self._flat(x), self._flat(y), float(p), 1.0 / p, self._out(out))
         return out
 
-    def reconstruct(self, store, plan, s, t, out, c0: int = 0, products: bool = False) -> None:
+    def reconstruct(self, store, plan, s, t, out, c0: int = 0, products: bool = False,
+                    bound: int = 2 ** 53) -> None:
         """CRT of ``store`` (N, b, m, w) with shifts ``s`` (b, m), ``t`` (b, n) into the
         columns ``c0 .. c0 + w - 1`` of ``out`` (b, m, n).
 
         ``store`` holds residues, or with ``products`` the exact modular products
-        (FP64), reduced on the fly (no store pass)."""
+        (FP64, at most ``bound`` in magnitude), reduced on the fly (no store pass)."""
         if not 0 <= c0 <= out.shape[-1] - store.shape[-1]:
             raise ValueError("columns c0 .. c0 + w - 1 are not in out")
         mods = (np.array([modular_constants(p) for p in plan.moduli]) if products
                 else np.empty((0, 3)))
+        args = (store, plan.weights, plan.p_levels, plan.p_inv, s, t, out, int(c0), mods,
+                _short(bound))
         if self._serial():
-            reconstruct.reconstruct_serial(store, plan.weights, plan.p_levels, plan.p_inv, s, t,
-                                           out, int(c0), mods)
+            reconstruct.reconstruct_serial(*args)
             return
         with self.lock:
-            reconstruct.reconstruct(store, plan.weights, plan.p_levels, plan.p_inv, s, t, out,
-                                    int(c0), mods)
+            reconstruct.reconstruct(*args)
 
     def upper_rowmax(self, G, rF, cF, nA, nB):
         with self.lock:
@@ -328,6 +331,13 @@ class CPUBackend:
 
     def asarray(self, X: Any) -> np.ndarray:
         return np.asarray(X)
+
+
+def _short(bound: int) -> bool:
+    """Whether products bounded by ``bound`` take the one-step reduction (``<= 2**52``)."""
+    if bound > 2 ** 53:
+        raise ValueError(f"exact products are at most 2**53 in magnitude, got a bound {bound}")
+    return bound <= 2 ** 52
 
 
 def modular_constants(p: int) -> tuple[float, float, float]:

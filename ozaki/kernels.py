@@ -133,14 +133,6 @@ def _unpack(x):
     return mant, -1074
 
 
-@nb.njit(inline="always")
-def _truncated(mant, E):
-    """``trunc(mant * 2**E)`` for ``E < 0`` (``mant < 2**53``), exact."""
-    if E <= -53:
-        return 0
-    return mant >> (-E)
-
-
 #: Columns per task of the passes that reduce along columns (each column's
 #: result is formed by one thread, in row order: thread-count independent).
 COLUMN_CHUNK = 256
@@ -152,6 +144,17 @@ def column_chunk(task, nchunks, n):
     g = task // nchunks
     j0 = (task - g * nchunks) * COLUMN_CHUNK
     return g, j0, min(n, j0 + COLUMN_CHUNK)
+
+
+@nb.njit(inline="always")
+def _line_entry(x):
+    """``(|x| bits or 0 if non-finite, is non-finite, is finite nonzero)`` as integers.
+
+    Selects, no branches: the loops over a line's entries vectorise.
+    """
+    a = x & 0x7FFFFFFFFFFFFFFF
+    bad = a >= 0x7FF0000000000000
+    return (0 if bad else a), (1 if bad else 0), (1 if (a > 0) and not bad else 0)
 
 
 @nb.njit(parallel=True, cache=_CACHE)
@@ -167,23 +170,21 @@ def absmax_bits(X, axis):
     b, m, k = X.shape
     n_out = m if axis == 0 else k
     best = np.zeros((b, n_out), np.int64)
-    bad = np.zeros((b, n_out), np.bool_)
+    bad = np.zeros((b, n_out), np.int64)
     nnz = np.zeros((b, n_out), np.int64)
     if axis == 0:
         for gi in nb.prange(b * m):
             g = gi // m
             i = gi - g * m
+            row = X[g, i]
             bb = 0
-            f = False
+            f = 0
             c = 0
             for j in range(k):
-                a = X[g, i, j] & 0x7FFFFFFFFFFFFFFF
-                if a >= 0x7FF0000000000000:
-                    f = True
-                elif a > 0:
-                    c += 1
-                    if a > bb:
-                        bb = a
+                a, nf, nz = _line_entry(row[j])
+                bb = max(bb, a)
+                f |= nf
+                c += nz
             best[g, i] = bb
             bad[g, i] = f
             nnz[g, i] = c
@@ -191,16 +192,17 @@ def absmax_bits(X, axis):
         nchunks = (k + COLUMN_CHUNK - 1) // COLUMN_CHUNK
         for gc in nb.prange(b * nchunks):
             g, j0, j1 = column_chunk(gc, nchunks, k)
+            bb = best[g, j0:j1]
+            f = bad[g, j0:j1]
+            c = nnz[g, j0:j1]
             for i in range(m):
-                for j in range(j0, j1):
-                    a = X[g, i, j] & 0x7FFFFFFFFFFFFFFF
-                    if a >= 0x7FF0000000000000:
-                        bad[g, j] = True
-                    elif a > 0:
-                        nnz[g, j] += 1
-                        if a > best[g, j]:
-                            best[g, j] = a
-    return best, bad, nnz
+                row = X[g, i, j0:j1]
+                for j in range(j1 - j0):
+                    a, nf, nz = _line_entry(row[j])
+                    bb[j] = max(bb[j], a)
+                    f[j] |= nf
+                    c[j] += nz
+    return best, bad != 0, nnz
 
 
 @nb.njit(inline="always")
@@ -219,43 +221,52 @@ def smod_short(y, p, pinv):
     return r
 
 
+@nb.njit(inline="always")
+def smod_product(y, p, pinv, c26, short):
+    """:func:`smod` of an exact product ``|y| <= 2**53``, or with ``short`` (the
+    caller's bound ``|y| <= 2**52``) the one-step :func:`smod_short`: the same residue."""
+    if short:
+        return smod_short(y, p, pinv)
+    return smod(y, p, pinv, c26)
+
+
+@nb.njit(inline="always")
+def _floor_bits(x, E):
+    """``floor(|x| 2**E)`` for the bits ``x`` of a double, 0 for Inf and NaN.
+
+    ``|x| = mant 2**ex`` exactly (:func:`_unpack`); with ``d = ex + E`` the floor
+    is ``mant << d`` (``d >= 0``; the caller keeps ``|x| 2**E < 2**62``) or
+    ``mant >> -d`` (0 once ``-d >= 53 > log2(mant)``). Both shifts are applied,
+    each clamped to ``[0, 63]`` so that one of them is 0: selects only, so the
+    loops over a line vectorise.
+    """
+    ex = (x >> 52) & 0x7FF
+    mant = (x & _MANT) | (_HIDDEN if ex > 0 else 0)
+    d = (ex - 1075 if ex > 0 else -1074) + E
+    f = (mant << min(max(d, 0), 63)) >> min(max(-d, 0), 63)
+    return 0 if ex == 0x7FF else f
+
+
 @nb.njit(parallel=True, cache=_CACHE)
 def quantize_down(X, srow, scol, out):
     """``out[g, i, j] = floor(|x_gij| * 2**(srow[g, i] + scol[g, j]))`` exactly (non-finite -> 0).
 
-    The floor of ``mant * 2**E`` is the integer shift ``mant >> -E`` (``E < 0``)
-    or ``mant << E``; the caller picks the shifts so that every result is below
-    ``2**20``. ``X`` (bx, r, c) with ``bx`` 1 (shared) or ``b``, as for
-    :func:`ozaki.residues.gather_residues`.
+    :func:`_floor_bits`; the caller picks the shifts so that every result is
+    below ``2**20`` (below ``2**31`` would do): it converts exactly through
+    int32, which vectorises (int64 conversions do not on AVX2). ``X`` (bx, r, c)
+    with ``bx`` 1 (shared) or ``b``, as for :func:`ozaki.residues.gather_residues`.
     """
     b, m, k = out.shape
     bx = X.shape[0]
     for gi in nb.prange(b * m):
         g = gi // m
         i = gi - g * m
-        gx = min(g, bx - 1)
         si = srow[g, i]
+        row = X[min(g, bx - 1), i]
+        sc = scol[g]
+        o = out[g, i]
         for j in range(k):
-            x = X[gx, i, j]
-            if (x & 0x7FF0000000000000) == 0x7FF0000000000000:
-                out[g, i, j] = 0.0
-                continue
-            mant, ex = _unpack(x)
-            E = ex + si + scol[g, j]
-            if E >= 0:
-                out[g, i, j] = float(mant << E)
-            else:
-                out[g, i, j] = float(_truncated(mant, E))
-
-
-@nb.njit(inline="always")
-def _floor_scaled(x, E):
-    """``floor(|x| 2**E)`` for a finite double's bits ``x`` (``|x| 2**E < 2**62``)."""
-    mant, ex = _unpack(x)
-    d = ex + E
-    if d >= 0:
-        return mant << d
-    return _truncated(mant, d)
+            o[j] = np.int32(_floor_bits(row[j], si + sc[j]))
 
 
 @nb.njit(parallel=True, cache=_CACHE)
@@ -266,7 +277,7 @@ def norm_sums(X, shift, axis):
     caller so that every ``F < 2**h`` with ``lines' length * 2**(2h) < 2**62``.
     Returns ``(S2, S1)`` as int64 (b, lines): ``S2 = sum F**2`` and ``S1 = sum F``,
     exact integers (no rounding, so any order and any partition of the line
-    gives the same sums). Non-finite entries are skipped.
+    gives the same sums). Non-finite entries count 0 (:func:`_floor_bits`).
     """
     b, m, k = X.shape
     n_out = m if axis == 0 else k
@@ -276,41 +287,44 @@ def norm_sums(X, shift, axis):
         for gi in nb.prange(b * m):
             g = gi // m
             i = gi - g * m
+            row = X[g, i]
+            E = shift[g, i]
             a2 = 0
             a1 = 0
             for j in range(k):
-                x = X[g, i, j]
-                if (x & 0x7FF0000000000000) != 0x7FF0000000000000:
-                    f = _floor_scaled(x, shift[g, i])
-                    a2 += f * f
-                    a1 += f
+                f = _floor_bits(row[j], E)
+                a2 += f * f
+                a1 += f
             s2[g, i] = a2
             s1[g, i] = a1
     else:
         nchunks = (k + COLUMN_CHUNK - 1) // COLUMN_CHUNK
         for gc in nb.prange(b * nchunks):
             g, j0, j1 = column_chunk(gc, nchunks, k)
+            E = shift[g, j0:j1]
+            a2 = s2[g, j0:j1]
+            a1 = s1[g, j0:j1]
             for i in range(m):
-                for j in range(j0, j1):
-                    x = X[g, i, j]
-                    if (x & 0x7FF0000000000000) != 0x7FF0000000000000:
-                        f = _floor_scaled(x, shift[g, j])
-                        s2[g, j] += f * f
-                        s1[g, j] += f
+                row = X[g, i, j0:j1]
+                for j in range(j1 - j0):
+                    f = _floor_bits(row[j], E[j])
+                    a2[j] += f * f
+                    a1[j] += f
     return s2, s1
 
 
 @nb.njit(parallel=True, cache=_CACHE)
-def reduce_into(acc, prod, p, pinv, c26, first):
+def reduce_into(acc, prod, p, pinv, c26, first, short):
     """``acc (+)= smod(prod, p)``: combine k-blocks of a modular product.
 
-    ``|prod| <= 2**53`` (an exact block product); ``acc`` grows by at most
-    ``p / 2`` per block, far from ``2**53`` for any feasible number of blocks.
+    ``|prod| <= 2**53`` (an exact block product; ``2**52`` with ``short``, see
+    :func:`smod_product`); ``acc`` grows by at most ``p / 2`` per block, far
+    from ``2**53`` for any feasible number of blocks.
     """
     m, n = prod.shape
     for i in nb.prange(m):
         for j in range(n):
-            r = smod(prod[i, j], p, pinv, c26)
+            r = smod_product(prod[i, j], p, pinv, c26, short)
             if first:
                 acc[i, j] = r
             else:
@@ -318,41 +332,43 @@ def reduce_into(acc, prod, p, pinv, c26, first):
 
 
 @nb.njit(parallel=True, cache=_CACHE)
-def store_residues(prod, p, pinv, c26, out):
+def store_residues(prod, p, pinv, c26, out, short):
     """``out = smod(prod, p)``: the modular product, stored in a small integer type.
 
-    ``|prod| <= 2**53`` (an exact product, or a sum of reduced k-blocks); the
-    symmetric residue fits ``out``'s dtype (int8 for ``p <= 256``, int16 for
-    ``p <= 65536``, int32 otherwise) exactly.
+    ``|prod| <= 2**53`` (an exact product, or a sum of reduced k-blocks;
+    ``2**52`` with ``short``, see :func:`smod_product`); the symmetric residue
+    fits ``out``'s dtype (int8 for ``p <= 256``, int16 for ``p <= 65536``,
+    int32 otherwise) exactly.
     """
     m, n = prod.shape
     for i in nb.prange(m):
         for j in range(n):
-            out[i, j] = smod(prod[i, j], p, pinv, c26)
+            out[i, j] = smod_product(prod[i, j], p, pinv, c26, short)
 
 
 @nb.njit(parallel=True, cache=_CACHE)
-def add_residues(x, y, p, pinv, c26, out):
-    """``out = smod(x + y, p)``: ``|x + y| <= p - 1``, exact."""
+def add_residues(x, y, p, pinv, out):
+    """``out = smod(x + y, p)``: ``|x + y| <= p - 1``, exact (one short reduction)."""
     m, n = out.shape
     for i in nb.prange(m):
         for j in range(n):
-            out[i, j] = smod(x[i, j] + y[i, j], p, pinv, c26)
+            out[i, j] = smod_short(x[i, j] + y[i, j], p, pinv)
 
 
 @nb.njit(parallel=True, cache=_CACHE)
-def complex_residues(p1, p2, p3, p, pinv, c26, out_re, out_im):
+def complex_residues(p1, p2, p3, p, pinv, c26, short, out_re, out_im):
     """Gauss/Karatsuba combination of three exact modular products.
 
     ``P1 = Ar Br``, ``P2 = Ai Bi``, ``P3 = (Ar + Ai)(Br + Bi)`` (integers up to
-    ``2**53``) are reduced first, so every sum below is of residues
-    (``|r| <= p/2``) and exact: ``Re = smod(r1 - r2)``, ``Im = smod(r3 - r1 - r2)``.
+    ``2**53``, ``2**52`` with ``short``: :func:`smod_product`) are reduced
+    first, so every sum below is of residues (``|r| <= p/2``) and exact:
+    ``Re = smod(r1 - r2)``, ``Im = smod(r3 - r1 - r2)``, each one short reduction.
     """
     m, n = out_re.shape
     for i in nb.prange(m):
         for j in range(n):
-            r1 = smod(p1[i, j], p, pinv, c26)
-            r2 = smod(p2[i, j], p, pinv, c26)
-            r3 = smod(p3[i, j], p, pinv, c26)
-            out_re[i, j] = smod(r1 - r2, p, pinv, c26)
-            out_im[i, j] = smod(r3 - r1 - r2, p, pinv, c26)
+            r1 = smod_product(p1[i, j], p, pinv, c26, short)
+            r2 = smod_product(p2[i, j], p, pinv, c26, short)
+            r3 = smod_product(p3[i, j], p, pinv, c26, short)
+            out_re[i, j] = smod_short(r1 - r2, p, pinv)
+            out_im[i, j] = smod_short(r3 - r1 - r2, p, pinv)

@@ -34,7 +34,7 @@ from .certify import CertificationError, explain
 from .engines import Engine
 from .info import OzakiInfo
 from .moduli import MODULI, auto_num_moduli, crt_plan
-from .products import complex_product, gemms_per_modulus, modular_product
+from .products import complex_product, gemms_per_modulus, modular_product, product_bound
 from .pieces import CHUNK_BYTES, GROUP_BYTES, column_block, piece_bytes, piece_threads
 from .residues import fits_split
 from .workspace import workspace
@@ -278,10 +278,11 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
                   None if width == cols else (j0, j1), RA, raw)
         t2 = time.perf_counter()
         _reconstruct(backend, scheme, store, counts[lo:hi], s[lo:hi], tt[lo:hi], out[lo:hi],
-                     j0, raw)
+                     j0, bound if raw else 0)
         sec["reconstruction"] += time.perf_counter() - t2
         return sec
 
+    bound = max(product_bound(engine, p, k) for p in moduli)  # of every exact product
     threads = piece_threads(backend, engine, pa, pb, s, t, pieces, moduli, k, complex_)
     if threads > 1:  # pieces on worker threads, each with serial passes and one BLAS thread
         def on_worker(args):
@@ -301,22 +302,23 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     return info
 
 
-def _reconstruct(backend, scheme, store, counts, s, t, out, c0: int, raw: bool) -> None:
+def _reconstruct(backend, scheme, store, counts, s, t, out, c0: int, raw: int) -> None:
     """CRT of a piece's ``store`` (N, c, m, w) into ``out[:, :, c0:c0 + w]`` (c slices).
 
-    ``store`` holds residues, or with ``raw`` the exact modular products.
+    ``store`` holds residues (``raw`` 0), or the exact modular products, at
+    most ``raw`` in magnitude.
     """
     N = store.shape[0]
+    kw = dict(products=True, bound=raw) if raw else {}
     if (counts == N).all():
-        backend.reconstruct(store, crt_plan(scheme, N), s, t, out, c0=c0, products=raw)
+        backend.reconstruct(store, crt_plan(scheme, N), s, t, out, c0=c0, **kw)
         return
     w = store.shape[-1]
     for c in np.unique(counts):  # slices of different counts: each with its own constants
         idx = np.flatnonzero(counts == c)
         part = np.empty((len(idx), out.shape[1], w))
         backend.reconstruct(np.ascontiguousarray(store[:c][:, idx]), crt_plan(scheme, int(c)),
-                            s[idx], np.ascontiguousarray(t[idx][:, c0:c0 + w]), part,
-                            products=raw)
+                            s[idx], np.ascontiguousarray(t[idx][:, c0:c0 + w]), part, **kw)
         out[idx, :, c0:c0 + w] = part
 
 
@@ -365,9 +367,10 @@ def _products(pa, pb, sa, tb, part, c, m, n, k, store, sec, opts, complex_, wide
         for q, p in enumerate(ps):
             t1 = time.perf_counter()
             ra, rb = planes_a[q_a + q], RB[q]
+            bound = product_bound(engine, p, k)
             if complex_:
                 P = complex_product(backend, engine, ra, rb, p)
-                backend.complex_store(*P, p, store[q0 + q], n)
+                backend.complex_store(*P, p, store[q0 + q], n, bound)
             else:
                 prod = store[q0 + q] if raw else ws.take("prod", (c, m, n))
                 if wide_b and ra.flags.c_contiguous:  # one wide GEMM: (c m, k) @ (k, n)
@@ -380,6 +383,6 @@ def _products(pa, pb, sa, tb, part, c, m, n, k, store, sec, opts, complex_, wide
                 else:  # one batched GEMM
                     modular_product(backend, engine, ra, rb, p, prod)
                 if not raw:
-                    backend.store(prod, p, store[q0 + q])
+                    backend.store(prod, p, store[q0 + q], bound)
             t2 = time.perf_counter()
             sec["products"] += t2 - t1

@@ -29,8 +29,8 @@ import numpy as np
 from .engines import Engine
 
 __all__ = ["square_digits", "karatsuba_digits", "uses_digits", "gemms_per_modulus",
-           "modular_product", "complex_product", "product_kblock", "product_calls",
-           "exact_gemms"]
+           "modular_product", "complex_product", "product_kblock", "product_bound",
+           "product_calls", "exact_gemms"]
 
 _DIGIT_KBLOCK = 2 ** 36
 
@@ -86,6 +86,25 @@ def product_kblock(engine: Engine, p: int) -> int:
     return kb if engine.max_kblock is None else min(kb, engine.max_kblock)
 
 
+def product_bound(engine: Engine, p: int, k: int) -> int:
+    """Largest magnitude of an entry of :func:`modular_product` over ``k`` products.
+
+    A direct product and the Karatsuba digits' combination are the exact
+    ``sum_l r_al r_bl``: at most ``k h**2`` (``h = floor(p/2)``). The square
+    modulus's combination drops ``s**2 x_a x_b`` and keeps ``s (x_a y_b + y_a x_b)
+    + y_a y_b``: at most ``k (512 s + 256)`` (digits below 16). A product
+    blocked over ``k`` is a sum of reduced blocks: at most ``h`` per block.
+    """
+    h = p // 2
+    kb = product_kblock(engine, p)
+    if k > kb:
+        return -(-k // kb) * h
+    s = math.isqrt(p)
+    if uses_digits(engine, p) and s * s == p:
+        return k * (512 * s + 256)
+    return k * h * h
+
+
 def product_calls(engine: Engine, p: int, k: int) -> list[tuple[int, int, int]]:
     """The ``engine.matmul`` calls of one modular product, as :func:`modular_product`
     makes them: ``(k_call, amax, bmax)`` each (3 digit GEMMs per k-block, or 1)."""
@@ -130,7 +149,7 @@ def modular_product(backend, engine: Engine, ra: np.ndarray, rb: np.ndarray, p: 
     for n_blk, start in enumerate(range(0, k, kb)):
         blk = slice(start, min(k, start + kb))
         one(ra[..., blk], rb[..., blk, :], block)
-        backend.reduce_into(out, block, p, n_blk == 0)
+        backend.reduce_into(out, block, p, n_blk == 0, product_bound(engine, p, kb))
     return out
 
 

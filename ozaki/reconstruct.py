@@ -11,13 +11,9 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .kernels import _CACHE, POW2, _rint, smod
+from .kernels import _CACHE, POW2, _rint, smod_product
 
 __all__ = ["ldexp", "reconstruct", "reconstruct_serial"]
-
-#: Rows narrower than this are reconstructed a task at a time, wider ones row by row.
-NARROW = 16
-
 
 @nb.njit(inline="always")
 def ldexp(y, e):
@@ -63,7 +59,7 @@ def _levels(S, q, hi, lo, e, p_levels, p_inv):
 
 
 @nb.njit(inline="always")
-def _residues(F, Rt, mods, t):
+def _residues(F, Rt, mods, t, short):
     """``F = Rt`` as floats (residues), or ``smod(Rt, p_t)`` (exact products, ``mods``)."""
     if mods.shape[0] == 0:
         for j in range(F.shape[0]):
@@ -71,7 +67,7 @@ def _residues(F, Rt, mods, t):
     else:
         p, pinv, c26 = mods[t, 0], mods[t, 1], mods[t, 2]
         for j in range(F.shape[0]):
-            F[j] = smod(Rt[j], p, pinv, c26)
+            F[j] = smod_product(Rt[j], p, pinv, c26, short)
 
 
 @nb.njit(inline="always")
@@ -79,6 +75,36 @@ def _scale(o, hi, lo, k, si, sc):
     """``o[j] = (hi + lo)[k + j] * 2**-(si + sc[j])`` along the row view ``o``."""
     for j in range(o.shape[0]):
         o[j] = ldexp(hi[k + j] + lo[k + j], -(si + sc[j]))
+
+
+@nb.njit(inline="always")
+def _level_sums(S, F, W):
+    """``S[l] = sum_t W[t, l] F[t]`` over the task's entries, two moduli a pass.
+
+    Every partial sum of ``sum_t W[t, l] C_t`` is exact in any order
+    (:mod:`ozaki.moduli`), so pairing the terms changes no value; starting
+    from ``0.0`` keeps a zero sum ``+0.0``, as the one-by-one sum has it.
+    """
+    N, L = W.shape
+    e = F.shape[1]
+    for lv in range(L):
+        Sl = S[lv]
+        t0 = N % 2
+        if t0:
+            w0 = W[0, lv]
+            F0 = F[0]
+            for k in range(e):
+                Sl[k] = 0.0 + w0 * F0[k]
+        else:
+            for k in range(e):
+                Sl[k] = 0.0
+        for t in range(t0, N, 2):
+            w0 = W[t, lv]
+            w1 = W[t + 1, lv]
+            F0 = F[t]
+            F1 = F[t + 1]
+            for k in range(e):
+                Sl[k] += w0 * F0[k] + w1 * F1[k]
 
 
 @nb.njit(inline="always")
@@ -92,7 +118,8 @@ def _tasks(out, w):
 
 
 @nb.njit(inline="always")
-def _crt_task(task, R, W, p_levels, p_inv, srow, scol, out, c0, mods, tiles, per, tile):
+def _crt_task(task, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short, tiles, per,
+              tile):
     """Task ``task`` of :func:`reconstruct`: a tile of ``per`` consecutive rows."""
     N, L = W.shape
     m = out.shape[1]
@@ -103,62 +130,36 @@ def _crt_task(task, R, W, p_levels, p_inv, srow, scol, out, c0, mods, tiles, per
     j0 = (task % tiles) * tile
     w_ = min(tile, w - j0)
     c = c0 + j0
-    if w_ >= NARROW:
-        S = np.empty((L, w_))
-        F = np.empty(w_)
-        q = np.empty(w_)
-        hi = np.empty(w_)
-        lo = np.empty(w_)
-        for gi in range(r0, r1):
-            g = gi // m
-            i = gi - g * m
-            S[:] = 0.0
-            for t in range(N):
-                _residues(F, R[t, g, i, j0:j0 + w_], mods, t)
-                for lv in range(L):
-                    wt = W[t, lv]
-                    Sl = S[lv]
-                    for j in range(w_):
-                        Sl[j] += wt * F[j]
-            _levels(S, q, hi, lo, w_, p_levels, p_inv)
-            _scale(out[g, i, c:c + w_], hi, lo, 0, srow[g, i], scol[g, c:c + w_])
-    else:
-        e = (r1 - r0) * w_  # entry k: row r0 + k // w_, column j0 + k % w_
-        F = np.empty((N, e))
-        S = np.zeros((L, e))
-        q = np.empty(e)
-        hi = np.empty(e)
-        lo = np.empty(e)
-        for gi in range(r0, r1):
-            g = gi // m
-            i = gi - g * m
-            for t in range(N):
-                k0 = (gi - r0) * w_
-                _residues(F[t, k0:k0 + w_], R[t, g, i, j0:j0 + w_], mods, t)
+    e = (r1 - r0) * w_  # entry k: row r0 + k // w_, column j0 + k % w_
+    F = np.empty((N, e))
+    S = np.empty((L, e))
+    q = np.empty(e)
+    hi = np.empty(e)
+    lo = np.empty(e)
+    for gi in range(r0, r1):
+        g = gi // m
+        i = gi - g * m
+        k0 = (gi - r0) * w_
         for t in range(N):
-            Ft = F[t]
-            for lv in range(L):
-                wt = W[t, lv]
-                Sl = S[lv]
-                for k in range(e):
-                    Sl[k] += wt * Ft[k]
-        _levels(S, q, hi, lo, e, p_levels, p_inv)
-        for gi in range(r0, r1):
-            g = gi // m
-            i = gi - g * m
-            _scale(out[g, i, c:c + w_], hi, lo, (gi - r0) * w_, srow[g, i], scol[g, c:c + w_])
+            _residues(F[t, k0:k0 + w_], R[t, g, i, j0:j0 + w_], mods, t, short)
+    _level_sums(S, F, W)
+    _levels(S, q, hi, lo, e, p_levels, p_inv)
+    for gi in range(r0, r1):
+        g = gi // m
+        i = gi - g * m
+        _scale(out[g, i, c:c + w_], hi, lo, (gi - r0) * w_, srow[g, i], scol[g, c:c + w_])
 
 
 @nb.njit(parallel=True, cache=_CACHE)
-def reconstruct(R, W, p_levels, p_inv, srow, scol, out, c0, mods):
+def reconstruct(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
     """CRT: ``out[g, i, c0 + j] = (C'_gij, symmetric mod P) * 2**-(srow[g, i] + scol[g, c0 + j])``.
 
     ``R`` (N, b, m, w) holds the residues ``C_t`` of the N modular products for
     the columns ``c0 .. c0 + w - 1`` of ``out`` (b, m, n), ``w <= n - c0``, or,
     when ``mods`` (N, 3) holds the moduli's ``(p, fl(1/p), 2**26 mod p)``, the
-    exact products themselves (integers up to ``2**53`` in FP64), reduced here
-    by :func:`ozaki.kernels.smod` (the values the store pass would keep; ``mods``
-    of shape (0, 3) for residues), and
+    exact products themselves (integers up to ``2**53`` in FP64, ``2**52`` with
+    ``short``), reduced here by :func:`ozaki.kernels.smod_product` (the values
+    the store pass would keep; ``mods`` of shape (0, 3) for residues), and
     ``W`` (N, L) the exact level parts of the CRT weights. Per entry, in a fixed
     order: ``S_l = sum_t W[t, l] C_t`` (exact, see :mod:`ozaki.moduli`),
     ``q = rint(sum_l S_l / P)`` (exact thanks to the range margin),
@@ -170,20 +171,21 @@ def reconstruct(R, W, p_levels, p_inv, srow, scol, out, c0, mods):
 
     Tasks: the rows ``(g, i)`` are flattened; a task takes a tile of at most 512
     columns of ``512 // tile`` consecutive rows (about 512 entries however
-    narrow the rows) and allocates its scratch once. Rows of at least
-    :data:`NARROW` columns are then done one at a time, narrower ones all at
-    once (the task's residues gathered as floats first); either way the
-    arithmetic runs as loops over entries on 1-D views, which LLVM vectorises.
-    Each entry is computed by one task: the bits do not depend on the thread count.
+    narrow the rows) and allocates its scratch once. The task's residues are
+    gathered as floats first, then each step runs as a loop over all its
+    entries on 1-D views, which LLVM vectorises. Each entry is computed by one
+    task: the bits do not depend on the thread count.
     """
     rows, tile, tiles, per = _tasks(out, R.shape[3])
     for task in nb.prange(((rows + per - 1) // per) * tiles):
-        _crt_task(task, R, W, p_levels, p_inv, srow, scol, out, c0, mods, tiles, per, tile)
+        _crt_task(task, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short, tiles, per,
+                  tile)
 
 
 @nb.njit(nogil=True, cache=_CACHE)
-def reconstruct_serial(R, W, p_levels, p_inv, srow, scol, out, c0, mods):
+def reconstruct_serial(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
     """:func:`reconstruct` on the calling thread, without the GIL (no threading layer)."""
     rows, tile, tiles, per = _tasks(out, R.shape[3])
     for task in range(((rows + per - 1) // per) * tiles):
-        _crt_task(task, R, W, p_levels, p_inv, srow, scol, out, c0, mods, tiles, per, tile)
+        _crt_task(task, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short, tiles, per,
+                  tile)

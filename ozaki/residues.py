@@ -37,7 +37,7 @@ _FINITE = 1.8e308  # above every finite double: ``abs(y) < _FINITE`` is False fo
 _D22 = 2.0 ** 22
 _D44 = 2.0 ** 44
 _D66 = 2.0 ** 66
-#: Columns per task: a tile of the operand and its factors stays in L1 through the moduli.
+#: Entries per task: a tile of the operand, its factors and digits stays in L1 through the moduli.
 TILE = 512
 
 
@@ -103,33 +103,44 @@ def _digit_residue(y3, y2, y1, y0, p, pinv, c22, c44, c66, hi, lo):
 
 
 @nb.njit(inline="always")
-def _split_task(task, X, j0, r1, r2, c1, c2, consts, out, tiles):
-    """Task ``task`` of :func:`split_residues`: a tile of one row, all moduli."""
+def _split_tasks(out):
+    """``(tile, tiles, per, tasks)``: a task takes a tile of at most :data:`TILE`
+    columns of ``per`` consecutive rows (about ``TILE`` entries, however narrow the rows)."""
+    rows = out.shape[1] * out.shape[2]
+    w = out.shape[3]
+    tile = max(1, min(w, TILE))
+    tiles = (w + tile - 1) // tile
+    per = TILE // tile
+    return tile, tiles, per, ((rows + per - 1) // per) * tiles
+
+
+@nb.njit(inline="always")
+def _split_task(task, X, j0, r1, r2, c1, c2, consts, out, tile, tiles, per):
+    """Task ``task`` of :func:`split_residues`: a tile of ``per`` rows, all moduli.
+
+    Each entry's digits are formed once (into the task's scratch, in L1) and
+    then reduced by every modulus.
+    """
     L, b, m, w = out.shape
     bx = X.shape[0]
-    gi = task // tiles
-    t0 = (task - gi * tiles) * TILE
-    t1 = min(w, t0 + TILE)
-    g = gi // m
-    i = gi - g * m
-    gx = min(g, bx - 1)
-    a1 = r1[g, i]
-    a2 = r2[g, i]
-    # views of the tile: indices from range() are non-negative, so no
-    # wraparound checks stand in the way of vectorising the inner loop
-    x = X[gx, i, j0 + t0:j0 + t1]
-    f1 = c1[g, t0:t1]
-    f2 = c2[g, t0:t1]
-    n = x.shape[0]
-    for q in range(L):
-        p = consts[q, 0]
-        pinv = 1.0 / p
-        c22 = consts[q, 1]
-        c44 = consts[q, 2]
-        c66 = consts[q, 3]
-        hi = np.floor((p - 1.0) * 0.5)
-        lo = hi - p + 1.0
-        o = out[q, g, i, t0:t1]
+    r0 = (task // tiles) * per
+    r1_ = min(b * m, r0 + per)
+    t0 = (task % tiles) * tile
+    t1 = min(w, t0 + tile)
+    n = t1 - t0
+    digits = np.empty((4, n))
+    for gi in range(r0, r1_):
+        g = gi // m
+        i = gi - g * m
+        gx = min(g, bx - 1)
+        a1 = r1[g, i]
+        a2 = r2[g, i]
+        # views of the tile: indices from range() are non-negative, so no
+        # wraparound checks stand in the way of vectorising the inner loop
+        x = X[gx, i, j0 + t0:j0 + t1]
+        f1 = c1[g, t0:t1]
+        f2 = c2[g, t0:t1]
+        d3, d2, d1, d0 = digits[0], digits[1], digits[2], digits[3]
         for j in range(n):
             y = ((x[j] * a1) * a2) * f1[j] * f2[j]
             y = np.trunc(y) if abs(y) < _FINITE else 0.0
@@ -138,8 +149,18 @@ def _split_task(task, X, j0, r1, r2, c1, c2, consts, out, tiles):
             y2 = np.trunc(y * (1.0 / _D44))
             y = y - y2 * _D44
             y1 = np.trunc(y * (1.0 / _D22))
-            y0 = y - y1 * _D22
-            o[j] = _digit_residue(y3, y2, y1, y0, p, pinv, c22, c44, c66, hi, lo)
+            d3[j], d2[j], d1[j], d0[j] = y3, y2, y1, y - y1 * _D22
+        for q in range(L):
+            p = consts[q, 0]
+            pinv = 1.0 / p
+            c22 = consts[q, 1]
+            c44 = consts[q, 2]
+            c66 = consts[q, 3]
+            hi = np.floor((p - 1.0) * 0.5)
+            lo = hi - p + 1.0
+            o = out[q, g, i, t0:t1]
+            for j in range(n):
+                o[j] = _digit_residue(d3[j], d2[j], d1[j], d0[j], p, pinv, c22, c44, c66, hi, lo)
 
 
 @nb.njit(parallel=True, cache=_CACHE)
@@ -158,19 +179,17 @@ def split_residues(X, j0, r1, r2, c1, c2, consts, out):
     double and the subtraction exact; likewise the lower splits. Non-finite
     products map to 0 by one select.
     """
-    b, m, w = out.shape[1:]
-    tiles = (w + TILE - 1) // TILE
-    for task in nb.prange(b * m * tiles):
-        _split_task(task, X, j0, r1, r2, c1, c2, consts, out, tiles)
+    tile, tiles, per, tasks = _split_tasks(out)
+    for task in nb.prange(tasks):
+        _split_task(task, X, j0, r1, r2, c1, c2, consts, out, tile, tiles, per)
 
 
 @nb.njit(nogil=True, cache=_CACHE)
 def split_residues_serial(X, j0, r1, r2, c1, c2, consts, out):
     """:func:`split_residues` on the calling thread, without the GIL (no threading layer)."""
-    b, m, w = out.shape[1:]
-    tiles = (w + TILE - 1) // TILE
-    for task in range(b * m * tiles):
-        _split_task(task, X, j0, r1, r2, c1, c2, consts, out, tiles)
+    tile, tiles, per, tasks = _split_tasks(out)
+    for task in range(tasks):
+        _split_task(task, X, j0, r1, r2, c1, c2, consts, out, tile, tiles, per)
 
 
 @nb.njit(parallel=True, cache=_CACHE)

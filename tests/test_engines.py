@@ -182,3 +182,31 @@ def test_exact_gemms_fp8_digits_on_the_fp8_engine(rng):
 
     calls = exact_gemms(100, scheme="fp8", num_moduli=13, mode="accurate", engine="cpu-fp8")
     assert len(calls) == 3 * 13 + 1 and calls[1:] == [(100, 16, 16)] * 39
+
+
+@pytest.mark.parametrize("scheme", list(ENGINES))
+def test_product_bound_holds_on_extreme_residues(scheme, rng):
+    """``product_bound`` bounds every modular product, k-blocked or not; with it
+    the fp64 primes' products up to k = 2048 take the one-step reduction."""
+    from ozaki.backend import get_backend
+    from ozaki.moduli import MODULI, half_range
+    from ozaki.products import modular_product, product_bound, product_kblock
+    backend = get_backend()
+    for eng in ENGINES[scheme]:
+        for p in MODULI[scheme][:: 5]:
+            lo, hi = half_range(p)
+            kb = product_kblock(eng, p)
+            for k in sorted({1, 7, min(kb, 300), min(2 * kb + 1, 300)}):
+                bound = product_bound(eng, p, k)
+                assert bound <= 2 ** 53
+                for ra, rb in [(np.full((2, k), lo), np.full((k, 3), lo)),
+                               (rng.choice([lo, hi], (2, k)), rng.choice([lo, hi], (k, 3))),
+                               (rng.integers(lo, hi, (2, k), endpoint=True),
+                                rng.integers(lo, hi, (k, 3), endpoint=True))]:
+                    C = modular_product(backend, eng, ra.astype(float), rb.astype(float), p)
+                    assert np.abs(C).max() <= bound, (eng, p, k)
+                    want = (ra.astype(object) @ rb.astype(object)) % p
+                    assert ((C.astype(np.int64) - want.astype(np.int64)) % p == 0).all()
+    if scheme == "fp64":
+        assert all(product_bound(BlasEngine(), p, 2048) <= 2 ** 52 for p in MODULI["fp64"])
+        assert product_bound(BlasEngine(), MODULI["fp64"][0], 4096) > 2 ** 52

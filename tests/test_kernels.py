@@ -31,8 +31,11 @@ def test_smod_exact_on_full_range(y, p):
     """Two-stage reduction of GEMM outputs up to 2**53 (every integer there is a float)."""
     pf, pinv, c26 = modular_constants(p)
     out = np.empty((1, 1), np.int32)
-    kernels.store_residues(np.array([[float(y)]]), pf, pinv, c26, out)
+    kernels.store_residues(np.array([[float(y)]]), pf, pinv, c26, out, False)
     assert out[0, 0] == sym(y, p)
+    if abs(y) <= 2 ** 52:  # the one-step reduction that a bound of 2**52 allows
+        kernels.store_residues(np.array([[float(y)]]), pf, pinv, c26, out, True)
+        assert out[0, 0] == sym(y, p)
 
 
 @given(st.integers(-2 ** 52, 2 ** 52), st.sampled_from(ALL_MODULI))
@@ -106,7 +109,7 @@ def test_reconstruct_recovers_the_symmetric_integer(scheme, n, rng):
     out = np.empty((1, 1, len(vals)))
     shifts = np.array([[5]]), np.zeros((1, len(vals)), np.int64)
     reconstruct.reconstruct(R, plan.weights, plan.p_levels, plan.p_inv, *shifts, out, 0,
-                            np.empty((0, 3)))
+                            np.empty((0, 3)), False)
     for v, c in zip(vals, out[0, 0]):
         exact = Fraction(v, 32)
         # within half an ulp plus the documented tail
@@ -144,6 +147,34 @@ def test_reconstruct_column_blocks_with_c0_give_the_whole_bits(num_moduli, rng):
         backend.reconstruct(np.ascontiguousarray(P[..., c0:c1]), plan, s, t, raw, c0=c0,
                             products=True)
     assert whole.tobytes() == raw.tobytes()
+    # products bounded by 2**52 take the one-step reduction: the same bits again
+    P = np.where(np.abs(P) <= 2 ** 52, P, np.asarray(R, np.float64))
+    short = np.full((b, m, n), np.nan)
+    backend.reconstruct(P, plan, s, t, short, products=True, bound=2 ** 52)
+    assert whole.tobytes() == short.tobytes()
+    with pytest.raises(ValueError, match="2\\*\\*53"):
+        backend.reconstruct(P, plan, s, t, short, products=True, bound=2 ** 53 + 1)
+
+
+@pytest.mark.parametrize("w", [1, 3, 15, 16, 33, 512, 513])
+def test_reconstruct_is_entrywise_for_any_row_width(w, rng):
+    """Tasks gather rows of any width (several narrow rows, or tiles of wide ones):
+    each entry's bits are those of the entry reconstructed on its own."""
+    plan = crt_plan("fp64", 7)
+    b, m = 2, 9
+    R = np.array([rng.integers(*half_range(p), (b, m, w), endpoint=True) for p in plan.moduli],
+                 np.int32)
+    R[:, 0, 0] = 0  # a zero entry stays +0.0
+    s, t = rng.integers(-40, 41, (b, m)), rng.integers(-40, 41, (b, w))
+    backend = get_backend()
+    whole = np.empty((b, m, w))
+    backend.reconstruct(R, plan, s, t, whole)
+    assert np.signbit(whole[0, 0]).sum() == 0 and (whole[0, 0] == 0).all()
+    for g, i, j in [(0, 0, 0), (1, m - 1, w - 1), (1, m // 2, w // 2)]:
+        one = np.empty((1, 1, 1))
+        backend.reconstruct(np.ascontiguousarray(R[:, g:g + 1, i:i + 1, j:j + 1]), plan,
+                            s[g:g + 1, i:i + 1], t[g:g + 1, j:j + 1], one)
+        assert one.tobytes() == whole[g, i, j].tobytes()
 
 
 def test_fp8_digits_are_e4m3_integers():
