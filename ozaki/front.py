@@ -9,6 +9,7 @@ real embedding with Gauss's three products per modulus. ``matmul`` is in
 
 from __future__ import annotations
 
+import time
 from typing import Any, Literal
 
 import numpy as np
@@ -50,9 +51,12 @@ def _stacked(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: i
 
     width = 2 if complex_ else 1
     with opts.backend.sized(b * width * max(m * k, k * n, m * n)):
-        pa, pb = side(A3, 0), side(B3, 1)
+        t0 = time.perf_counter()
+        pa, pb = side(A3, 0), side(B3, 1)  # the operands' line data: part of the decisions
+        lines = time.perf_counter() - t0
         out = np.empty((b, m, width * n))
         info = emulate(pa, pb, opts, out, complex_=complex_)
+        info.seconds["scaling"] += lines
     if complex_:
         C = np.empty((b, m, n), np.complex128)
         C.real, C.imag = out[..., :n], out[..., n:]

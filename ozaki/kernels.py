@@ -133,6 +133,27 @@ def _unpack(x):
     return mant, -1074
 
 
+#: Tasks per chunk of the passes that run in row tiles (:func:`row_tiles`): a
+#: chunk, on one thread, allocates its scratch once.
+CHUNK_TASKS = 32
+
+
+@nb.njit(inline="always")
+def row_tiles(rows, w, size):
+    """``(tile, tiles, per, chunks)``: tasks of about ``size`` entries over ``rows`` rows of ``w``.
+
+    A task takes a tile of at most ``size`` columns of ``per = size // tile``
+    consecutive rows (about ``size`` entries however narrow the rows); task
+    ``task`` covers rows from ``(task // tiles) per`` and columns from
+    ``(task % tiles) tile``. Tasks go in ``chunks`` of :data:`CHUNK_TASKS`.
+    """
+    tile = max(1, min(w, size))
+    tiles = (w + tile - 1) // tile
+    per = size // tile
+    tasks = ((rows + per - 1) // per) * tiles
+    return tile, tiles, per, (tasks + CHUNK_TASKS - 1) // CHUNK_TASKS
+
+
 #: Columns per task of the passes that reduce along columns (each column's
 #: result is formed by one thread, in row order: thread-count independent).
 COLUMN_CHUNK = 256

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .kernels import _CACHE, POW2, _rint, smod_product
+from .kernels import _CACHE, CHUNK_TASKS, POW2, _rint, row_tiles, smod_product
 
 __all__ = ["ldexp", "reconstruct", "reconstruct_serial"]
 
@@ -107,47 +107,44 @@ def _level_sums(S, F, W):
                 Sl[k] += w0 * F0[k] + w1 * F1[k]
 
 
-@nb.njit(inline="always")
-def _tasks(out, w):
-    """``(rows, tile, tiles, per)``: the task layout of :func:`reconstruct`."""
-    rows = out.shape[0] * out.shape[1]
-    tile = max(1, min(w, 512))  # columns per task: the level sums stay in L1
-    tiles = (w + tile - 1) // tile
-    per = 512 // tile  # rows per task
-    return rows, tile, tiles, per
+#: Entries per task: its level sums stay in L1.
+TASK = 512
 
 
 @nb.njit(inline="always")
-def _crt_task(task, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short, tiles, per,
-              tile):
-    """Task ``task`` of :func:`reconstruct`: a tile of ``per`` consecutive rows."""
+def _crt_tasks(c, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
+    """Chunk ``c`` of :func:`reconstruct`'s tasks, each a tile of ``per`` consecutive rows."""
     N, L = W.shape
     m = out.shape[1]
-    w = R.shape[3]
     rows = out.shape[0] * m
-    r0 = (task // tiles) * per
-    r1 = min(rows, r0 + per)
-    j0 = (task % tiles) * tile
-    w_ = min(tile, w - j0)
-    c = c0 + j0
-    e = (r1 - r0) * w_  # entry k: row r0 + k // w_, column j0 + k % w_
-    F = np.empty((N, e))
-    S = np.empty((L, e))
-    q = np.empty(e)
-    hi = np.empty(e)
-    lo = np.empty(e)
-    for gi in range(r0, r1):
-        g = gi // m
-        i = gi - g * m
-        k0 = (gi - r0) * w_
-        for t in range(N):
-            _residues(F[t, k0:k0 + w_], R[t, g, i, j0:j0 + w_], mods, t, short)
-    _level_sums(S, F, W)
-    _levels(S, q, hi, lo, e, p_levels, p_inv)
-    for gi in range(r0, r1):
-        g = gi // m
-        i = gi - g * m
-        _scale(out[g, i, c:c + w_], hi, lo, (gi - r0) * w_, srow[g, i], scol[g, c:c + w_])
+    tile, tiles, per, _ = row_tiles(rows, R.shape[3], TASK)
+    F = np.empty((N, TASK))
+    S = np.empty((L, TASK))
+    q = np.empty(TASK)
+    hi = np.empty(TASK)
+    lo = np.empty(TASK)
+    for task in range(c * CHUNK_TASKS, (c + 1) * CHUNK_TASKS):
+        r0 = (task // tiles) * per
+        if r0 >= rows:
+            break
+        r1 = min(rows, r0 + per)
+        j0 = (task % tiles) * tile
+        w_ = min(tile, R.shape[3] - j0)
+        col = c0 + j0
+        e = (r1 - r0) * w_  # entry k: row r0 + k // w_, column j0 + k % w_
+        for gi in range(r0, r1):
+            g = gi // m
+            i = gi - g * m
+            k0 = (gi - r0) * w_
+            for t in range(N):
+                _residues(F[t, k0:k0 + w_], R[t, g, i, j0:j0 + w_], mods, t, short)
+        _level_sums(S[:, :e], F[:, :e], W)
+        _levels(S, q, hi, lo, e, p_levels, p_inv)
+        for gi in range(r0, r1):
+            g = gi // m
+            i = gi - g * m
+            _scale(out[g, i, col:col + w_], hi, lo, (gi - r0) * w_, srow[g, i],
+                   scol[g, col:col + w_])
 
 
 @nb.njit(parallel=True, cache=_CACHE)
@@ -169,23 +166,19 @@ def reconstruct(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
     practice correctly rounded) for more. The power-of-two scaling rounds once
     more only when the result is subnormal.
 
-    Tasks: the rows ``(g, i)`` are flattened; a task takes a tile of at most 512
-    columns of ``512 // tile`` consecutive rows (about 512 entries however
-    narrow the rows) and allocates its scratch once. The task's residues are
-    gathered as floats first, then each step runs as a loop over all its
-    entries on 1-D views, which LLVM vectorises. Each entry is computed by one
-    task: the bits do not depend on the thread count.
+    Tasks: the rows ``(g, i)`` are flattened and cut into tasks of about
+    :data:`TASK` entries (:func:`ozaki.kernels.row_tiles`: several narrow rows,
+    or a tile of a wide one), run in chunks that allocate the scratch once. A
+    task's residues are gathered as floats first, then each step runs as a loop
+    over all its entries on 1-D views, which LLVM vectorises. Each entry is
+    computed by one task: the bits do not depend on the thread count.
     """
-    rows, tile, tiles, per = _tasks(out, R.shape[3])
-    for task in nb.prange(((rows + per - 1) // per) * tiles):
-        _crt_task(task, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short, tiles, per,
-                  tile)
+    for c in nb.prange(row_tiles(out.shape[0] * out.shape[1], R.shape[3], TASK)[3]):
+        _crt_tasks(c, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short)
 
 
 @nb.njit(nogil=True, cache=_CACHE)
 def reconstruct_serial(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
     """:func:`reconstruct` on the calling thread, without the GIL (no threading layer)."""
-    rows, tile, tiles, per = _tasks(out, R.shape[3])
-    for task in range(((rows + per - 1) // per) * tiles):
-        _crt_task(task, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short, tiles, per,
-                  tile)
+    for c in range(row_tiles(out.shape[0] * out.shape[1], R.shape[3], TASK)[3]):
+        _crt_tasks(c, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short)

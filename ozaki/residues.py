@@ -26,7 +26,7 @@ import functools
 import numba as nb
 import numpy as np
 
-from .kernels import _CACHE, _HIDDEN, _MANT, _rint, smod_short
+from .kernels import _CACHE, _HIDDEN, _MANT, CHUNK_TASKS, _rint, row_tiles, smod_short
 
 __all__ = ["split_residues", "split_residues_serial", "gather_residues", "split_factors",
            "split_constants", "fits_split", "SPLIT_LIMIT"]
@@ -103,64 +103,55 @@ def _digit_residue(y3, y2, y1, y0, p, pinv, c22, c44, c66, hi, lo):
 
 
 @nb.njit(inline="always")
-def _split_tasks(out):
-    """``(tile, tiles, per, tasks)``: a task takes a tile of at most :data:`TILE`
-    columns of ``per`` consecutive rows (about ``TILE`` entries, however narrow the rows)."""
-    rows = out.shape[1] * out.shape[2]
-    w = out.shape[3]
-    tile = max(1, min(w, TILE))
-    tiles = (w + tile - 1) // tile
-    per = TILE // tile
-    return tile, tiles, per, ((rows + per - 1) // per) * tiles
+def _split_chunk(c, X, j0, r1, r2, c1, c2, consts, out):
+    """Chunk ``c`` of :func:`split_residues`: its tasks, each a tile of ``per`` rows, all moduli.
 
-
-@nb.njit(inline="always")
-def _split_task(task, X, j0, r1, r2, c1, c2, consts, out, tile, tiles, per):
-    """Task ``task`` of :func:`split_residues`: a tile of ``per`` rows, all moduli.
-
-    Each entry's digits are formed once (into the task's scratch, in L1) and
+    Each entry's digits are formed once (into the chunk's scratch, in L1) and
     then reduced by every modulus.
     """
     L, b, m, w = out.shape
     bx = X.shape[0]
-    r0 = (task // tiles) * per
-    r1_ = min(b * m, r0 + per)
-    t0 = (task % tiles) * tile
-    t1 = min(w, t0 + tile)
-    n = t1 - t0
-    digits = np.empty((4, n))
-    for gi in range(r0, r1_):
-        g = gi // m
-        i = gi - g * m
-        gx = min(g, bx - 1)
-        a1 = r1[g, i]
-        a2 = r2[g, i]
-        # views of the tile: indices from range() are non-negative, so no
-        # wraparound checks stand in the way of vectorising the inner loop
-        x = X[gx, i, j0 + t0:j0 + t1]
-        f1 = c1[g, t0:t1]
-        f2 = c2[g, t0:t1]
-        d3, d2, d1, d0 = digits[0], digits[1], digits[2], digits[3]
-        for j in range(n):
-            y = ((x[j] * a1) * a2) * f1[j] * f2[j]
-            y = np.trunc(y) if abs(y) < _FINITE else 0.0
-            y3 = np.trunc(y * (1.0 / _D66))
-            y = y - y3 * _D66
-            y2 = np.trunc(y * (1.0 / _D44))
-            y = y - y2 * _D44
-            y1 = np.trunc(y * (1.0 / _D22))
-            d3[j], d2[j], d1[j], d0[j] = y3, y2, y1, y - y1 * _D22
-        for q in range(L):
-            p = consts[q, 0]
-            pinv = 1.0 / p
-            c22 = consts[q, 1]
-            c44 = consts[q, 2]
-            c66 = consts[q, 3]
-            hi = np.floor((p - 1.0) * 0.5)
-            lo = hi - p + 1.0
-            o = out[q, g, i, t0:t1]
+    tile, tiles, per, _ = row_tiles(b * m, w, TILE)
+    digits = np.empty((4, tile))
+    d3, d2, d1, d0 = digits[0], digits[1], digits[2], digits[3]
+    for task in range(c * CHUNK_TASKS, (c + 1) * CHUNK_TASKS):
+        if task // tiles * per >= b * m:
+            break
+        r0 = (task // tiles) * per
+        t0 = (task % tiles) * tile
+        t1 = min(w, t0 + tile)
+        n = t1 - t0
+        for gi in range(r0, min(b * m, r0 + per)):
+            g = gi // m
+            i = gi - g * m
+            a1 = r1[g, i]
+            a2 = r2[g, i]
+            # views of the tile: indices from range() are non-negative, so no
+            # wraparound checks stand in the way of vectorising the inner loop
+            x = X[min(g, bx - 1), i, j0 + t0:j0 + t1]
+            f1 = c1[g, t0:t1]
+            f2 = c2[g, t0:t1]
             for j in range(n):
-                o[j] = _digit_residue(d3[j], d2[j], d1[j], d0[j], p, pinv, c22, c44, c66, hi, lo)
+                y = ((x[j] * a1) * a2) * f1[j] * f2[j]
+                y = np.trunc(y) if abs(y) < _FINITE else 0.0
+                y3 = np.trunc(y * (1.0 / _D66))
+                y = y - y3 * _D66
+                y2 = np.trunc(y * (1.0 / _D44))
+                y = y - y2 * _D44
+                y1 = np.trunc(y * (1.0 / _D22))
+                d3[j], d2[j], d1[j], d0[j] = y3, y2, y1, y - y1 * _D22
+            for q in range(L):
+                p = consts[q, 0]
+                pinv = 1.0 / p
+                c22 = consts[q, 1]
+                c44 = consts[q, 2]
+                c66 = consts[q, 3]
+                hi = np.floor((p - 1.0) * 0.5)
+                lo = hi - p + 1.0
+                o = out[q, g, i, t0:t1]
+                for j in range(n):
+                    o[j] = _digit_residue(d3[j], d2[j], d1[j], d0[j], p, pinv, c22, c44, c66,
+                                          hi, lo)
 
 
 @nb.njit(parallel=True, cache=_CACHE)
@@ -179,17 +170,15 @@ def split_residues(X, j0, r1, r2, c1, c2, consts, out):
     double and the subtraction exact; likewise the lower splits. Non-finite
     products map to 0 by one select.
     """
-    tile, tiles, per, tasks = _split_tasks(out)
-    for task in nb.prange(tasks):
-        _split_task(task, X, j0, r1, r2, c1, c2, consts, out, tile, tiles, per)
+    for c in nb.prange(row_tiles(out.shape[1] * out.shape[2], out.shape[3], TILE)[3]):
+        _split_chunk(c, X, j0, r1, r2, c1, c2, consts, out)
 
 
 @nb.njit(nogil=True, cache=_CACHE)
 def split_residues_serial(X, j0, r1, r2, c1, c2, consts, out):
     """:func:`split_residues` on the calling thread, without the GIL (no threading layer)."""
-    tile, tiles, per, tasks = _split_tasks(out)
-    for task in range(tasks):
-        _split_task(task, X, j0, r1, r2, c1, c2, consts, out, tile, tiles, per)
+    for c in range(row_tiles(out.shape[1] * out.shape[2], out.shape[3], TILE)[3]):
+        _split_chunk(c, X, j0, r1, r2, c1, c2, consts, out)
 
 
 @nb.njit(parallel=True, cache=_CACHE)
