@@ -323,6 +323,7 @@ class CPUBackend:
             return bounds.upper_rowmax(G, rF, cF, nA, nB)
 
     def upper_scaled_colmax(self, G, rF, cF, nA, nB, sigma):
+        """Scaled column maxima (K, b, n) of ``U`` for ``K`` sets of row shifts (K, b, m)."""
         with self.lock:
             return bounds.upper_scaled_colmax(G, rF, cF, nA, nB, sigma)
 

@@ -168,7 +168,8 @@ class Decision:
 
 
 def choose_counts(evaluate, scheme: str, start, down: bool = True,
-                  first: certify.Certificate | None = None) -> certify.Certificate:
+                  first: certify.Certificate | None = None,
+                  below: certify.Certificate | None = None) -> certify.Certificate:
     """Per slice, the smallest count whose certificate holds, searching from ``start``.
 
     ``evaluate(counts, probe=False) -> Certificate`` for a stack (per-slice counts;
@@ -176,7 +177,9 @@ def choose_counts(evaluate, scheme: str, start, down: bool = True,
     bound decreases with the count (the shifts only grow with ``P``), so each
     slice walks down while certified and up while not; a slice that no count
     certifies ends at the largest. All slices step together, one pass a step.
-    ``first``, when given, is ``evaluate(start)`` already computed.
+    ``first``, when given, is ``evaluate(start)`` already computed, and ``below``
+    ``evaluate(start - 1, probe=True)`` (``MIN_MODULI < start <= top``): the first
+    step down reads it where taken (a slice's certificate depends on its count only).
     """
     top = max_moduli(scheme)
     n = np.minimum(np.maximum(np.asarray(start, np.int64), MIN_MODULI), top)
@@ -185,7 +188,8 @@ def choose_counts(evaluate, scheme: str, start, down: bool = True,
     active = ok & (n > MIN_MODULI) if down else np.zeros_like(ok)
     while active.any():
         trial = np.where(active, n - 1, n)
-        lower = evaluate(trial, probe=True)  # only whether it certifies matters here
+        lower = evaluate(trial, probe=True) if below is None else below  # certified?
+        below = None
         better = active & (lower.uncertified == 0)
         n = np.where(better, trial, n)
         cert = cert.where(better, lower)
@@ -287,8 +291,15 @@ def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, sche
         return certify.componentwise(backend, *data, scheme, counts, tie=tie, mu=mu_g,
                                      reduce=reduce, **kw)
 
-    first = evaluate(np.full(b, count0, np.int64))
-    cert = choose_counts(evaluate, scheme, first.num_moduli, first=first) if auto else first
+    counts0 = np.full(b, count0, np.int64)
+    below = None
+    if auto and MIN_MODULI < count0 <= max_moduli(scheme):
+        # the start and the first step down (the common outcome) in one pass
+        first, below = evaluate(np.stack([counts0, counts0 - 1]), probe=[False, True])
+    else:
+        first = evaluate(counts0)
+    cert = (choose_counts(evaluate, scheme, first.num_moduli, first=first, below=below)
+            if auto else first)
     gemms, refines, refined = 1, {}, (0, 0)
     for g in np.flatnonzero(first.uncertified) if (auto or policy != "none" or want_bound) \
             else ():
