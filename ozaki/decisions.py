@@ -223,14 +223,17 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
     f = scaling.accurate_quantizers(Eb, zb, r)
     FA, FB = floors
     buf_a, buf_b, buf_g = buffers
+    # rF, cF: exact FP64 sums of integers below 2**53 (formed with the floors)
     if FA is None:  # integers below 2**20: exact in FP32, half the memory
         out = np.empty(pa.layout(pa.batch), np.float32) if buf_a is None else buf_a
-        FA = backend.quantize(pa, e, out)
+        FA, rF = backend.quantize(pa, e, out, sums=True)
+    else:
+        rF = FA.sum(axis=2, dtype=np.float64)
     if FB is None:
         out = np.empty(pb.layout(pb.batch), np.float32) if buf_b is None else buf_b
-        FB = backend.quantize(pb, f, out)
-    # exact: FP64 sums of integers below 2**53
-    rF, cF = FA.sum(axis=2, dtype=np.float64), FB.sum(axis=1, dtype=np.float64)
+        FB, cF = backend.quantize(pb, f, out, sums=True)
+    else:
+        cF = FB.sum(axis=1, dtype=np.float64)
     G = engine.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1, out=buf_g)
     return Bound(r, G, rF, cF), e, f, (FA, FB)
 

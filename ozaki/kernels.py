@@ -219,33 +219,60 @@ def smod_short(y, p, pinv):
     return r
 
 
+@nb.njit(inline="always")
+def _quantized(x, E):
+    """``floor(|x| 2**E)`` as a float for the bits ``x`` of a double (non-finite -> 0).
+
+    The floor of ``mant * 2**d`` is the integer shift ``mant >> -d`` (``d < 0``)
+    or ``mant << d``, exact; the caller keeps it below ``2**53``.
+    """
+    if (x & 0x7FF0000000000000) == 0x7FF0000000000000:
+        return 0.0
+    mant, ex = _unpack(x)
+    d = ex + E
+    if d >= 0:
+        return float(mant << d)
+    return float(_truncated(mant, d))
+
+
 @nb.njit(parallel=True, cache=_CACHE)
-def quantize_down(X, srow, scol, out):
+def quantize_down(X, srow, scol, out, sums, axis):
     """``out[g, i, j] = floor(|x_gij| * 2**(srow[g, i] + scol[g, j]))`` exactly (non-finite -> 0).
 
-    The floor of ``mant * 2**E`` is the integer shift ``mant >> -E`` (``E < 0``)
-    or ``mant << E``; the caller picks the shifts so that every result is below
-    ``2**20``. ``X`` (bx, r, c) with ``bx`` 1 (shared) or ``b``, as for
-    :func:`ozaki.residues.gather_residues`.
+    The caller picks the shifts so that every result is below ``2**20``. ``X``
+    (bx, r, c) with ``bx`` 1 (shared) or ``b``, as for
+    :func:`ozaki.residues.gather_residues`. ``sums`` (b, lines), when it has
+    entries, receives the FP64 sums of the floors along the lines (rows for
+    ``axis`` 0, columns for 1) in the same pass: integers below ``2**53``, exact
+    in any order (the column sums are formed by chunks of columns, one thread a
+    chunk, as in :func:`absmax_bits`).
     """
     b, m, k = out.shape
     bx = X.shape[0]
+    if sums.shape[0] > 0 and axis == 1:
+        nchunks = (k + COLUMN_CHUNK - 1) // COLUMN_CHUNK
+        for gc in nb.prange(b * nchunks):
+            g, j0, j1 = column_chunk(gc, nchunks, k)
+            gx = min(g, bx - 1)
+            for i in range(m):
+                si = srow[g, i]
+                for j in range(j0, j1):
+                    v = _quantized(X[gx, i, j], si + scol[g, j])
+                    out[g, i, j] = v
+                    sums[g, j] += v
+        return
     for gi in nb.prange(b * m):
         g = gi // m
         i = gi - g * m
         gx = min(g, bx - 1)
         si = srow[g, i]
+        acc = 0.0
         for j in range(k):
-            x = X[gx, i, j]
-            if (x & 0x7FF0000000000000) == 0x7FF0000000000000:
-                out[g, i, j] = 0.0
-                continue
-            mant, ex = _unpack(x)
-            E = ex + si + scol[g, j]
-            if E >= 0:
-                out[g, i, j] = float(mant << E)
-            else:
-                out[g, i, j] = float(_truncated(mant, E))
+            v = _quantized(X[gx, i, j], si + scol[g, j])
+            out[g, i, j] = v
+            acc += v
+        if sums.shape[0] > 0:
+            sums[g, i] = acc
 
 
 @nb.njit(inline="always")
