@@ -91,13 +91,24 @@ class Certificate:
     kind: str
 
     def where(self, cond: np.ndarray, other: "Certificate") -> "Certificate":
-        """Per slice: ``other`` where ``cond``, else ``self``."""
+        """Per slice: ``other`` where ``cond``, else ``self`` (``self`` itself where nowhere)."""
+        if not cond.any():
+            return self
         c1 = cond[:, None]
         return Certificate(np.where(cond, other.num_moduli, self.num_moduli),
                            np.where(c1, other.sigma, self.sigma),
                            np.where(c1, other.tau, self.tau),
                            np.where(cond, other.max_ratio, self.max_ratio),
                            np.where(cond, other.uncertified, self.uncertified), self.kind)
+
+    def put(self, g: int, one: "Certificate") -> "Certificate":
+        """A copy with slice ``g`` taken from ``one``, a certificate of that slice alone."""
+        fields = [x.copy() for x in (self.num_moduli, self.sigma, self.tau, self.max_ratio,
+                                     self.uncertified)]
+        for x, y in zip(fields, (one.num_moduli, one.sigma, one.tau, one.max_ratio,
+                                 one.uncertified)):
+            x[g] = y[0]
+        return Certificate(*fields, self.kind)
 
 
 class Whole:

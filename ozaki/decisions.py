@@ -332,12 +332,13 @@ def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, sche
             # failures only shrink as the count grows
             pick = (choose_counts(final, scheme, [count0], down=False) if auto
                     else final(np.array([count0])))
-            cert = cert.where(np.arange(b) == g, _spread(pick, g, b, cert))
+            cert = cert.put(g, pick)
     mask = bound = None
     if refines or want_bound or (cert.uncertified.any() and policy != "none"):
         ratio = np.empty((b, m, n))
         bound = np.empty((b, m, n)) if want_bound else None
-        cert = evaluate(cert.num_moduli, ratio=ratio, bound=bound)
+        # each slice's shifts are its count's (a certificate's depend on its count only)
+        cert = evaluate(cert.num_moduli, ratio=ratio, bound=bound, sigma=cert.sigma, tau=cert.tau)
         for g, ref in refines.items():
             plan = crt_plan(scheme, int(cert.num_moduli[g]))
             top, fails = ref.certify(cert.sigma[g], cert.tau[g], e[g], f[g], plan, ratio[g],
@@ -352,16 +353,6 @@ def _lines(lines: Lines, g: int, b: int) -> Lines:
     """Slice ``g`` of ``lines`` (a stack of ``b``, or of one shared by all)."""
     g = min(g, lines.maxbits.shape[0] - 1)
     return Lines(lines.maxbits[g], lines.bad[g], lines.nnz[g])
-
-
-def _spread(one: certify.Certificate, g: int, b: int, like: certify.Certificate):
-    """A stack certificate holding slice ``g``'s ``one`` at index ``g`` (others: ``like``)."""
-    sel = np.arange(b) == g
-    return certify.Certificate(np.where(sel, one.num_moduli[0], like.num_moduli),
-                               np.where(sel[:, None], one.sigma[0], like.sigma),
-                               np.where(sel[:, None], one.tau[0], like.tau),
-                               np.where(sel, one.max_ratio[0], like.max_ratio),
-                               np.where(sel, one.uncertified[0], like.uncertified), like.kind)
 
 
 def decide_fast(na: certify.Normwise, nb: certify.Normwise, b: int, scheme: str,
