@@ -21,7 +21,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .kernels import _CACHE, COLUMN_CHUNK, POW2, column_chunk
+from .kernels import _CACHE, POW2, column_chunk, column_chunks
 from .reconstruct import ldexp
 
 __all__ = ["upper", "upper_rowmax", "upper_scaled_colmax", "componentwise_ratios"]
@@ -87,9 +87,9 @@ def upper_scaled_colmax(G, rF, cF, nA, nB, sigma):
     n = G.shape[2]
     cf, nbf = _columns(cF, nB)
     out = np.zeros((K, b, n))
-    nchunks = (n + COLUMN_CHUNK - 1) // COLUMN_CHUNK
+    width, nchunks = column_chunks(n)
     for gc in nb.prange(b * nchunks):
-        g, j0, j1 = column_chunk(gc, nchunks, n)
+        g, j0, j1 = column_chunk(gc, nchunks, n, width)
         u = np.empty(j1 - j0)
         cg, ng = cf[g], nbf[g]
         J0, J1 = np.uint64(j0), np.uint64(j1)  # unsigned: see _ratio_block
