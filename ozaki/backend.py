@@ -220,10 +220,11 @@ class CPUBackend:
         along each line (b, lines), formed in the same pass.
         """
         srow, scol = op._shifts(shift)
-        acc = np.zeros((out.shape[0], op.lines) if sums else (0, 0))
+        acc = np.zeros((out.shape[0], op.lines) if sums else (0, 0), np.int64)
         with self.lock:
             kernels.quantize_down(op.bits, srow, scol, out, acc, op.axis)
-        return (op.plane(out), acc) if sums else op.plane(out)
+        # integers below 2**53: exact in FP64
+        return (op.plane(out), acc.astype(np.float64)) if sums else op.plane(out)
 
     def residues(self, op: Operand, shift: np.ndarray, moduli, out: np.ndarray,
                  split: bool, cols: tuple[int, int] | None = None) -> np.ndarray:

@@ -235,18 +235,24 @@ def smod_short(y, p, pinv):
 
 @nb.njit(inline="always")
 def _quantized(x, E):
-    """``floor(|x| 2**E)`` as a float for the bits ``x`` of a double (non-finite -> 0).
+    """``floor(|x| 2**E)`` as an int64 for the bits ``x`` of a double (non-finite -> 0).
 
-    The floor of ``mant * 2**d`` is the integer shift ``mant >> -d`` (``d < 0``)
-    or ``mant << d``, exact; the caller keeps it below ``2**53``.
+    With ``|x| = mant 2**(ex - 1075)`` (the hidden bit set and ``ex`` the biased
+    exponent for normal ``x``; ``ex = 1`` for subnormal ones) the floor of
+    ``mant 2**d`` is ``mant << d`` (``d >= 0``) or ``mant >> -d``, exact; counts
+    are capped at 63, which is the floor 0 for ``d <= -53`` (``mant < 2**53``),
+    and the caller keeps the results below ``2**53``. Selects, not branches:
+    the loops vectorise.
     """
-    if (x & 0x7FF0000000000000) == 0x7FF0000000000000:
-        return 0.0
-    mant, ex = _unpack(x)
-    d = ex + E
-    if d >= 0:
-        return float(mant << d)
-    return float(_truncated(mant, d))
+    a = x & 0x7FFFFFFFFFFFFFFF
+    ex = a >> 52
+    normal = ex > 0
+    mant = (a & _MANT) | (_HIDDEN if normal else 0)
+    d = (ex if normal else 1) - 1075 + E
+    left = mant << min(max(d, 0), 63)
+    right = mant >> min(max(-d, 0), 63)
+    v = left if d >= 0 else right
+    return v if ex < 0x7FF else 0
 
 
 @nb.njit(parallel=True, cache=_CACHE)
@@ -255,11 +261,11 @@ def quantize_down(X, srow, scol, out, sums, axis):
 
     The caller picks the shifts so that every result is below ``2**20``. ``X``
     (bx, r, c) with ``bx`` 1 (shared) or ``b``, as for
-    :func:`ozaki.residues.gather_residues`. ``sums`` (b, lines), when it has
-    entries, receives the FP64 sums of the floors along the lines (rows for
-    ``axis`` 0, columns for 1) in the same pass: integers below ``2**53``, exact
-    in any order (the column sums are formed by chunks of columns, one thread a
-    chunk, as in :func:`absmax_bits`).
+    :func:`ozaki.residues.gather_residues`. ``sums`` (b, lines) of int64, when it
+    has entries, receives the sums of the floors along the lines (rows for
+    ``axis`` 0, columns for 1) in the same pass: exact integers, in any order
+    (the column sums are formed by chunks of columns, one thread a chunk, as in
+    :func:`absmax_bits`).
     """
     b, m, k = out.shape
     bx = X.shape[0]
@@ -268,22 +274,23 @@ def quantize_down(X, srow, scol, out, sums, axis):
         for gc in nb.prange(b * nchunks):
             g, j0, j1 = column_chunk(gc, nchunks, k, width)
             gx = min(g, bx - 1)
+            sg, cg = sums[g], scol[g]
             for i in range(m):
-                si = srow[g, i]
-                for j in range(j0, j1):
-                    v = _quantized(X[gx, i, j], si + scol[g, j])
-                    out[g, i, j] = v
-                    sums[g, j] += v
+                si, row, o = srow[g, i], X[gx, i], out[g, i]
+                for j in range(np.uint64(j0), np.uint64(j1)):
+                    v = _quantized(row[j], si + cg[j])
+                    o[j] = v
+                    sg[j] += v
         return
     for gi in nb.prange(b * m):
         g = gi // m
         i = gi - g * m
         gx = min(g, bx - 1)
-        si = srow[g, i]
-        acc = 0.0
+        si, row, o, cg = srow[g, i], X[gx, i], out[g, i], scol[g]
+        acc = 0  # an integer sum: it vectorises, and is exact
         for j in range(k):
-            v = _quantized(X[gx, i, j], si + scol[g, j])
-            out[g, i, j] = v
+            v = _quantized(row[j], si + cg[j])
+            o[j] = v
             acc += v
         if sums.shape[0] > 0:
             sums[g, i] = acc

@@ -47,12 +47,12 @@ def test_quantize_down_is_the_exact_floor(xs, r):
     shift = r - top
     out = np.empty_like(X)
     bits, zeros = X.view(np.int64), np.zeros((1, len(xs)), np.int64)
-    kernels.quantize_down(bits, np.array([[shift]]), zeros, out, np.zeros((0, 0)), 0)
+    kernels.quantize_down(bits, np.array([[shift]]), zeros, out, np.zeros((0, 0), np.int64), 0)
     for x, q in zip(xs, out[0, 0]):
         exact = abs(Fraction(x)) * Fraction(2) ** shift
         assert q == math.floor(exact) and q < 2 ** r
     # the line sums formed in the same pass: rows, and columns (the transposed stack)
-    rows, cols = np.zeros((1, 1)), np.zeros((1, 1))
+    rows, cols = np.zeros((1, 1), np.int64), np.zeros((1, 1), np.int64)
     again = np.empty_like(out)
     kernels.quantize_down(bits, np.array([[shift]]), zeros, again, rows, 0)
     T = np.ascontiguousarray(X.transpose(0, 2, 1))
