@@ -213,12 +213,18 @@ class CPUBackend:
         with self.lock:
             return kernels.norm_sums(op.bits, shift, op.axis)
 
-    def quantize(self, op: Operand, shift: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """Floors ``floor(|x| 2**shift)`` into ``out`` (bits' layout, any float dtype)."""
+    def quantize(self, op: Operand, shift: np.ndarray, out: np.ndarray, sums: bool = False):
+        """Floors ``floor(|x| 2**shift)`` into ``out`` (bits' layout, any float dtype).
+
+        Returns the planes; with ``sums``, also the exact FP64 sums of the floors
+        along each line (b, lines), formed in the same pass.
+        """
         srow, scol = op._shifts(shift)
+        acc = np.zeros((out.shape[0], op.lines) if sums else (0, 0), np.int64)
         with self.lock:
-            kernels.quantize_down(op.bits, srow, scol, out)
-        return op.plane(out)
+            kernels.quantize_down(op.bits, srow, scol, out, acc, op.axis)
+        # integers below 2**53: exact in FP64
+        return (op.plane(out), acc.astype(np.float64)) if sums else op.plane(out)
 
     def residues(self, op: Operand, shift: np.ndarray, moduli, out: np.ndarray,
                  split: bool, cols: tuple[int, int] | None = None) -> np.ndarray:
@@ -326,6 +332,7 @@ class CPUBackend:
             return bounds.upper_rowmax(G, rF, cF, nA, nB)
 
     def upper_scaled_colmax(self, G, rF, cF, nA, nB, sigma):
+        """Scaled column maxima (K, b, n) of ``U`` for ``K`` sets of row shifts (K, b, m)."""
         with self.lock:
             return bounds.upper_scaled_colmax(G, rF, cF, nA, nB, sigma)
 

@@ -4,6 +4,16 @@
 from the exact floor GEMM ``G`` (:mod:`ozaki.scaling`); the shifts come from its
 row and column maxima, the certificate (:mod:`ozaki.certify`) from its entries.
 All data are stacks: ``G`` (b, m, n), row data (b, m), column data (b, n).
+
+The passes that depend on the moduli count take ``K`` counts at once (shifts
+(K, b, m) and (K, b, n), plan terms (K, b)): each row of ``G`` is read from
+memory once and serves every count from cache. The column data are first copied
+into contiguous FP64 tables (:func:`_columns`), so the loops over a row's columns
+compile to SIMD code. Vectorising changes no bit: every value is formed by the
+same IEEE operations in the same order as the scalar formula (no ``fastmath``,
+so no FMA and no reassociation), branches become selects between values that are
+both computed (``error_model="numpy"``: a division never raises, and a quotient
+by zero is discarded), and maxima and counts do not depend on the order.
 """
 
 from __future__ import annotations
@@ -11,37 +21,55 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .kernels import _CACHE, COLUMN_CHUNK, POW2, column_chunk
+from .kernels import _CACHE, POW2, column_chunk, column_chunks
 from .reconstruct import ldexp
 
 __all__ = ["upper", "upper_rowmax", "upper_scaled_colmax", "componentwise_ratios"]
 
+#: Columns of a row that a pass forms in a scratch block before reducing them.
+_BLOCK = 1024
+
 
 @nb.njit(inline="always")
-def upper(G, rF, cF, nA, nB, g, i, j):
-    """Upper bound of ``sum_l alpha_il beta_lj`` (slice ``g``) from the floor GEMM ``G``.
+def upper(Gij, rFi, cFj, ni, nj):
+    """Upper bound of ``sum_l alpha_il beta_lj`` from the floor GEMM entry ``Gij``, row ``ni > 0``.
 
     With ``alpha = F + phi`` (``F = floor(alpha)``, ``0 <= phi < 1``, ``phi = 0``
     where ``a = 0``): ``alpha beta <= F_a F_b + F_a [b != 0] + [a != 0] F_b +
-    [a != 0][b != 0]``, summed: ``G + rF_i + cF_j + min(nA_i, nB_j)``
-    (row and column sums of the floors, and nonzero counts). Exact integers.
+    [a != 0][b != 0]``, summed: ``G + rF_i + cF_j + min(nA_i, nB_j)`` (row and
+    column sums of the floors; ``ni``, ``nj`` the nonzero counts as floats, exact
+    below ``2**53``). Exact integers; 0 on an all-zero column. The callers skip
+    all-zero rows (``ni == 0``: ``U = 0`` on the whole row).
     """
-    if nA[g, i] == 0 or nB[g, j] == 0:
-        return 0.0
-    return G[g, i, j] + rF[g, i] + cF[g, j] + float(min(nA[g, i], nB[g, j]))
+    return Gij + rFi + cFj + min(ni, nj) if nj > 0.0 else 0.0
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def _columns(cF, nB):
+    """Contiguous copies ``(cF, float(nB))`` of the column data, shapes (b, n) (exact)."""
+    b, n = cF.shape
+    cf = np.empty((b, n))
+    nbf = np.empty((b, n))
+    for g in nb.prange(b):
+        for j in range(n):
+            cf[g, j] = cF[g, j]
+            nbf[g, j] = float(nB[g, j])
+    return cf, nbf
 
 
 @nb.njit(parallel=True, cache=_CACHE)
 def upper_rowmax(G, rF, cF, nA, nB):
-    """``max_j upper_gij`` per row, shape (b, m) (exact; integer maxima)."""
+    """``max_j U_gij`` per row, shape (b, m) (exact; integer maxima)."""
     b, m, n = G.shape
+    cf, nbf = _columns(cF, nB)
     out = np.zeros((b, m))
     for gi in nb.prange(b * m):
         g = gi // m
         i = gi - g * m
+        ni, rFi, Gr, cg, ng = float(nA[g, i]), rF[g, i], G[g, i], cf[g], nbf[g]
         best = 0.0
-        for j in range(n):
-            v = upper(G, rF, cF, nA, nB, g, i, j)
+        for j in range(n if ni > 0.0 else 0):
+            v = upper(Gr[j], rFi, cg[j], ni, ng[j])
             if v > best:
                 best = v
         out[g, i] = best
@@ -50,80 +78,161 @@ def upper_rowmax(G, rF, cF, nA, nB):
 
 @nb.njit(parallel=True, cache=_CACHE)
 def upper_scaled_colmax(G, rF, cF, nA, nB, sigma):
-    """``max_i upper_gij * 2**sigma[g, i]`` per column, shape (b, n); exact (powers of two)."""
-    b, m, n = G.shape
-    out = np.zeros((b, n))
-    nchunks = (n + COLUMN_CHUNK - 1) // COLUMN_CHUNK
+    """``max_i U_gij * 2**sigma[q, g, i]`` per column, shape (K, b, n), for ``K`` sets of shifts.
+
+    Exact (scalings by powers of two of integers); one pass over ``G`` serves
+    every ``q``: a row's ``U`` is formed once per chunk of columns.
+    """
+    K, b, m = sigma.shape
+    n = G.shape[2]
+    cf, nbf = _columns(cF, nB)
+    out = np.zeros((K, b, n))
+    width, nchunks = column_chunks(n)
     for gc in nb.prange(b * nchunks):
-        g, j0, j1 = column_chunk(gc, nchunks, n)
+        g, j0, j1 = column_chunk(gc, nchunks, n, width)
+        u = np.empty(j1 - j0)
+        cg, ng = cf[g], nbf[g]
+        J0, J1 = np.uint64(j0), np.uint64(j1)  # unsigned: see _ratio_block
         for i in range(m):
-            f = POW2[sigma[g, i] + 1022]
-            for j in range(j0, j1):
-                v = upper(G, rF, cF, nA, nB, g, i, j) * f
-                if v > out[g, j]:
-                    out[g, j] = v
+            ni, rFi, Gr = float(nA[g, i]), rF[g, i], G[g, i]
+            if ni == 0.0:
+                continue  # U = 0 on the row: no column maximum grows
+            for j in range(J0, J1):
+                u[j - J0] = upper(Gr[j], rFi, cg[j], ni, ng[j])
+            for q in range(K):
+                f = POW2[sigma[q, g, i] + 1022]
+                o = out[q, g]
+                for j in range(J0, J1):
+                    v = u[j - J0] * f
+                    o[j] = v if v > o[j] else o[j]
     return out
 
 
-@nb.njit(parallel=True, cache=_CACHE)
+@nb.njit(inline="always")
+def _ratio_block(G, cf, nbf, pt, f, bound, g, i, q, ni, rFi, ps, R, g2, safety, ei, j0, j1,
+                 out, o0, general, fill_bound):
+    """Ratios of row ``i`` of slice ``g``, columns ``j0:j1``, into ``out[j - o0]``.
+
+    ``Gr``, ``cg``, ``ng``, ``pt``: the row's ``G``, ``cF``, ``float(nB)`` and
+    ``2**-tau``. Returns the count of ratios above 1. The column indices are
+    unsigned (``np.uint64``): numba then emits no negative-index fix-ups, which
+    would keep the loop from vectorising. Without ``general`` the subnormal term
+    is ``2**-100`` on every entry (the caller checked ``e_i + max_j f_j - 1075 <=
+    -100``), which leaves the loop free of table look-ups; with it, the term is
+    formed per entry and, with ``fill_bound``, ``bound`` receives the absolute
+    bounds. Zero bounds give ratio 0.
+    """
+    fails = 0
+    for j in range(j0, j1):
+        nj = nbf[g, j]
+        low = G[g, i, j]
+        up = upper(low, rFi, cf[g, j], ni, nj)
+        c = min(ni, nj)
+        sub = 2.0 ** -100
+        if general:
+            # 2**-1075 (the subnormal scale-back) in the units 2**-(e_i + f_j);
+            # below 2**-100 of a unit it is far under u * G_ij >= 2**-53 (kept
+            # rigorous by rounding it up to 2**-100)
+            ef = ei + f[g, j] - 1075
+            if ef > -100:
+                sub = ldexp(1.0, ef)
+        trunc = min(ps * (cf[g, j] + c) + pt[q, g, j] * (rFi + c), 2.0 * up)
+        num = ((1.0 + 2.0 ** -53) * (trunc + (ps * pt[q, g, j]) * R) + 2.0 * g2 * up + sub) * safety
+        r = num / (2.0 ** -53 * low) if low > 0.0 else np.inf
+        r = r if nj > 0.0 else 0.0  # U = 0 exactly where nj = 0 (ni > 0)
+        out[j - o0] = r
+        fails += r > 1.0
+        if general and fill_bound:
+            # + the smallest subnormal covers a rounding of ldexp there
+            bound[g, i, j] = ldexp(num, -(ei + f[g, j])) + 5e-324 if nj > 0.0 else 0.0
+    return fails
+
+
+@nb.njit(parallel=True, error_model="numpy", cache=_CACHE)
 def componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, ratio, bound,
                          probe):
-    """Per-entry ratio of the certified bound to the target (see :mod:`ozaki.certify`).
+    """Per-entry ratio of the certified bound to the target (:mod:`ozaki.certify`), ``K`` counts.
 
     A stack of ``b`` products: ``G`` (b, m, n), row data (b, m), column data
-    (b, n), the plan terms ``R``, ``g2`` per slice (b,). Returns per-row maxima
-    of the ratio and per-row counts of entries above 1, shapes (b, m); writes
-    ``ratio`` (per entry) and ``bound`` (the absolute term ``(1+u)(T + 2**-(s+t)
-    R) + 2**-1075``, unscaled) when they have entries. Entries whose upper bound
-    vanishes are exact zeros: ratio 0. With ``probe`` only whether a slice has
-    a failing entry is wanted: rows stop once one is found in their slice, so
-    the counts are then exact only in being nonzero (whichever row finds it).
+    (b, n); per count ``q`` the extra shifts ``sigma`` (K, b, m), ``tau`` (K, b, n)
+    and the plan terms ``R``, ``g2`` (K, b). Returns per-row maxima of the ratio
+    and per-row counts of entries above 1, shapes (K, b, m); one pass over ``G``
+    serves every count. For the first count (``q = 0``) writes ``ratio`` (per
+    entry) and ``bound`` (the absolute term ``(1+u)(T + 2**-(s+t) R) + 2**-1075``,
+    unscaled) when they have entries. Entries whose upper bound vanishes are
+    exact zeros: ratio 0. With ``probe[q]`` only whether a slice has a failing
+    entry is wanted for count ``q``: a row stops it at its first failing block,
+    and rows skip it once a row of their slice found one, so its counts are
+    then exact only in being nonzero (whichever row finds it).
     """
-    b, m, n = G.shape
-    rowmax = np.zeros((b, m))
-    rowfail = np.zeros((b, m), np.int64)
-    found = np.zeros(b, np.bool_)
+    K, b, m = sigma.shape
+    n = G.shape[2]
+    rowmax = np.zeros((K, b, m))
+    rowfail = np.zeros((K, b, m), np.int64)
+    found = np.zeros((K, b), np.bool_)
     fill_ratio = ratio.shape[0] > 0
     fill_bound = bound.shape[0] > 0
-    for gi in nb.prange(b * m):
-        g = gi // m
-        i = gi - g * m
-        if probe and found[g]:
-            continue
-        ps = POW2[-sigma[g, i] + 1022]
-        worst = 0.0
-        fails = 0
+    cf, nbf = _columns(cF, nB)
+    pt = np.empty((K, b, n))  # 2**-tau, exact
+    fmax = np.empty(b, np.int64)
+    for g in nb.prange(b):
+        top = -(1 << 62)
         for j in range(n):
-            up = upper(G, rF, cF, nA, nB, g, i, j)
-            if up == 0.0:
-                r = 0.0
+            top = max(top, f[g, j])
+        fmax[g] = top
+        for q in range(K):
+            for j in range(n):
+                pt[q, g, j] = POW2[-tau[q, g, j] + 1022]
+    width = max(1, min(n, _BLOCK))
+    per = max(1, _BLOCK // max(n, 1))  # rows per task: short rows share a scratch block
+    zero = np.uint64(0)
+    for task in nb.prange((b * m + per - 1) // per):
+        buf = np.empty(width)
+        worst = np.zeros(K)
+        fails = np.zeros(K, np.int64)
+        live = np.zeros(K, np.bool_)
+        for gi in range(task * per, min(b * m, task * per + per)):
+            g = gi // m
+            i = gi - g * m
+            ni, rFi, ei = float(nA[g, i]), rF[g, i], e[g, i]
+            general = ei + fmax[g] - 1075 > -100 or fill_bound
+            for q in range(K):
+                live[q] = not (probe[q] and found[q, g])
+                worst[q] = 0.0
+                fails[q] = 0
+            if ni == 0.0 and live[0]:  # an all-zero row: exact zeros
+                if fill_ratio:
+                    ratio[g, i, :] = 0.0
                 if fill_bound:
-                    bound[g, i, j] = 0.0
-            else:
-                pt = POW2[-tau[g, j] + 1022]
-                c = float(min(nA[g, i], nB[g, j]))
-                trunc = min(ps * (cF[g, j] + c) + pt * (rF[g, i] + c), 2.0 * up)
-                # 2**-1075 (the subnormal scale-back) in the units 2**-(e_i + f_j);
-                # below 2**-100 of a unit it is far under u * G_ij >= 2**-53 (kept
-                # rigorous by rounding it up to 2**-100)
-                ef = e[g, i] + f[g, j] - 1075
-                sub = ldexp(1.0, ef) if ef > -100 else 2.0 ** -100
-                num = ((1.0 + 2.0 ** -53) * (trunc + (ps * pt) * R[g]) + 2.0 * g2[g] * up
-                       + sub) * safety
-                low = G[g, i, j]
-                r = num / (2.0 ** -53 * low) if low > 0.0 else np.inf
-                if fill_bound:
-                    # + the smallest subnormal covers a rounding of ldexp there
-                    bound[g, i, j] = ldexp(num, -(e[g, i] + f[g, j])) + 5e-324
-            if r > worst:
-                worst = r
-            if r > 1.0:
-                fails += 1
-                if probe:
-                    found[g] = True
-                    break
-            if fill_ratio:
-                ratio[g, i, j] = r
-        rowmax[g, i] = worst
-        rowfail[g, i] = fails
+                    bound[g, i, :] = 0.0
+            for j0 in range(0, n if ni > 0.0 else 0, width):  # the counts share a block of G
+                j1 = min(n, j0 + width)
+                J0, J1 = np.uint64(j0), np.uint64(j1)
+                for q in range(K):
+                    if not live[q]:
+                        continue
+                    first = q == 0
+                    out, o0 = (ratio[g, i], zero) if fill_ratio and first else (buf, J0)
+                    ps = POW2[-sigma[q, g, i] + 1022]
+                    Rq, gq = R[q, g], g2[q, g]
+                    if general:  # two copies: each one's loop is fixed
+                        fails[q] += _ratio_block(G, cf, nbf, pt, f, bound, g, i, q, ni, rFi,
+                                                 ps, Rq, gq, safety, ei, J0, J1, out, o0, True,
+                                                 fill_bound and first)
+                    else:
+                        fails[q] += _ratio_block(G, cf, nbf, pt, f, bound, g, i, q, ni, rFi,
+                                                 ps, Rq, gq, safety, ei, J0, J1, out, o0, False,
+                                                 False)
+                    top = worst[q]
+                    for j in range(J0 - o0, J1 - o0):
+                        if out[j] > top:
+                            top = out[j]
+                    worst[q] = top
+                    if probe[q] and fails[q] > 0:
+                        live[q] = False  # this count's answer is known: the row stops
+            for q in range(K):
+                rowmax[q, g, i] = worst[q]
+                rowfail[q, g, i] = fails[q]
+                if probe[q] and fails[q] > 0:
+                    found[q, g] = True
     return rowmax, rowfail

@@ -91,13 +91,24 @@ class Certificate:
     kind: str
 
     def where(self, cond: np.ndarray, other: "Certificate") -> "Certificate":
-        """Per slice: ``other`` where ``cond``, else ``self``."""
+        """Per slice: ``other`` where ``cond``, else ``self`` (``self`` itself where nowhere)."""
+        if not cond.any():
+            return self
         c1 = cond[:, None]
         return Certificate(np.where(cond, other.num_moduli, self.num_moduli),
                            np.where(c1, other.sigma, self.sigma),
                            np.where(c1, other.tau, self.tau),
                            np.where(cond, other.max_ratio, self.max_ratio),
                            np.where(cond, other.uncertified, self.uncertified), self.kind)
+
+    def put(self, g: int, one: "Certificate") -> "Certificate":
+        """A copy with slice ``g`` taken from ``one``, a certificate of that slice alone."""
+        fields = [x.copy() for x in (self.num_moduli, self.sigma, self.tau, self.max_ratio,
+                                     self.uncertified)]
+        for x, y in zip(fields, (one.num_moduli, one.sigma, one.tau, one.max_ratio,
+                                 one.uncertified)):
+            x[g] = y[0]
+        return Certificate(*fields, self.kind)
 
 
 class Whole:
@@ -133,22 +144,30 @@ WHOLE = Whole()
 def accurate_shifts(backend, G, rF, cF, nA, nB, H, tie=None, mu=None, reduce: Whole = WHOLE):
     """``(sigma, tau)`` from the floor GEMM ``G`` (:mod:`ozaki.scaling`), per slice.
 
-    ``H`` (b,) per slice; ``tie(sigma, tau)``, when given, ties shifts that must
-    be equal (complex products: the real and imaginary columns of one ``B``
+    ``H`` (b,) per slice gives shifts (b, m) and (b, n); ``H`` (K, b), for ``K``
+    counts, gives (K, b, m) and (K, b, n) from one pass over ``G``, each count's
+    exactly as alone (the column maxima of all ``K`` are reduced before any
+    ``tau`` is fitted). ``tie(sigma, tau)``, when given, ties shifts that must be
+    equal (complex products: the real and imaginary columns of one ``B``
     column), lowering them only, which keeps them safe. ``mu``, the row maxima
     of ``U`` (they do not depend on the count), may be passed in.
     """
+    H = np.asarray(H)
     if mu is None:
         mu = reduce.row_max(backend.upper_rowmax(G, rF, cF, nA, nB))
-    sigma = scaling.half_fit(mu, H[:, None])
+    HK = H.reshape(-1, H.shape[-1])[:, :, None]
+    sigma = scaling.half_fit(mu, HK)
     nu = reduce.col_max(backend.upper_scaled_colmax(G, rF, cF, nA, nB, sigma))
-    tau = scaling.fit(nu, H[:, None])
-    return (sigma, tau) if tie is None else tie(sigma, tau)
+    tau = scaling.fit(nu, HK)
+    if tie is not None:
+        tied = [tie(s, t) for s, t in zip(sigma, tau)]
+        sigma, tau = np.stack([s for s, _ in tied]), np.stack([t for _, t in tied])
+    return (sigma, tau) if H.ndim == 2 else (sigma[0], tau[0])
 
 
 def componentwise(backend, G, rF, cF, nA, nB, e, f, scheme: str, counts, *, ratio=None,
                   bound=None, sigma=None, tau=None, tie=None, mu=None,
-                  probe: bool = False, reduce: Whole = WHOLE) -> Certificate:
+                  probe=False, reduce: Whole = WHOLE):
     """Shifts for ``counts`` (b,) and their componentwise certificate (accurate mode).
 
     ``G`` is the floor GEMM (b, m, n), ``rF``/``cF`` the row/column sums of the
@@ -158,19 +177,31 @@ def componentwise(backend, G, rF, cF, nA, nB, e, f, scheme: str, counts, *, rati
     and absolute bound. ``probe`` asks only whether each slice certifies (its
     ``uncertified`` is then nonzero iff not, and its ``max_ratio`` a lower bound).
     ``reduce`` combines the blocks of a distributed product (:class:`Whole`).
+
+    ``counts`` (K, b) evaluates ``K`` counts in one pass over ``G`` (each exactly
+    as alone) and returns a list of ``K`` certificates: ``probe`` is then a flag
+    per count, imposed shifts have shapes (K, b, m) and (K, b, n), and ``ratio``
+    and ``bound`` belong to the first count (which is then no probe).
     """
-    H, R, g2 = plan_terms(scheme, counts)
+    counts = np.asarray(counts)
+    C = counts.reshape(-1, counts.shape[-1])
+    H, R, g2 = (np.stack(x) for x in zip(*(plan_terms(scheme, c) for c in C)))
     if sigma is None:
         sigma, tau = accurate_shifts(backend, G, rF, cF, nA, nB, H, tie, mu, reduce)
+    sigma = sigma.reshape((len(C),) + sigma.shape[-2:])
+    tau = tau.reshape((len(C),) + tau.shape[-2:])
+    probes = np.array(np.broadcast_to(probe, len(C)), np.bool_)
+    probes[0] &= ratio is None and bound is None
     empty = np.zeros((0, 0, 0))
     with backend.lock:
         rowmax, rowfail = bounds.componentwise_ratios(
             G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, _SAFETY,
-            empty if ratio is None else ratio, empty if bound is None else bound,
-            bool(probe and ratio is None and bound is None))
-    return Certificate(np.asarray(counts), sigma, tau,
-                       reduce.max(rowmax.max(axis=1, initial=0.0)),
-                       reduce.sum(rowfail.sum(axis=1)), "componentwise")
+            empty if ratio is None else ratio, empty if bound is None else bound, probes)
+    top = reduce.max(rowmax.max(axis=2, initial=0.0))
+    fails = reduce.sum(rowfail.sum(axis=2))
+    certs = [Certificate(c, s, t, x, y, "componentwise")
+             for c, s, t, x, y in zip(C, sigma, tau, top, fails)]
+    return certs if counts.ndim == 2 else certs[0]
 
 
 @dataclass

@@ -168,7 +168,8 @@ class Decision:
 
 
 def choose_counts(evaluate, scheme: str, start, down: bool = True,
-                  first: certify.Certificate | None = None) -> certify.Certificate:
+                  first: certify.Certificate | None = None,
+                  below: certify.Certificate | None = None) -> certify.Certificate:
     """Per slice, the smallest count whose certificate holds, searching from ``start``.
 
     ``evaluate(counts, probe=False) -> Certificate`` for a stack (per-slice counts;
@@ -176,7 +177,9 @@ def choose_counts(evaluate, scheme: str, start, down: bool = True,
     bound decreases with the count (the shifts only grow with ``P``), so each
     slice walks down while certified and up while not; a slice that no count
     certifies ends at the largest. All slices step together, one pass a step.
-    ``first``, when given, is ``evaluate(start)`` already computed.
+    ``first``, when given, is ``evaluate(start)`` already computed, and ``below``
+    ``evaluate(start - 1, probe=True)`` (``MIN_MODULI < start <= top``): the first
+    step down reads it where taken (a slice's certificate depends on its count only).
     """
     top = max_moduli(scheme)
     n = np.minimum(np.maximum(np.asarray(start, np.int64), MIN_MODULI), top)
@@ -185,7 +188,8 @@ def choose_counts(evaluate, scheme: str, start, down: bool = True,
     active = ok & (n > MIN_MODULI) if down else np.zeros_like(ok)
     while active.any():
         trial = np.where(active, n - 1, n)
-        lower = evaluate(trial, probe=True)  # only whether it certifies matters here
+        lower = evaluate(trial, probe=True) if below is None else below  # certified?
+        below = None
         better = active & (lower.uncertified == 0)
         n = np.where(better, trial, n)
         cert = cert.where(better, lower)
@@ -219,14 +223,17 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
     f = scaling.accurate_quantizers(Eb, zb, r)
     FA, FB = floors
     buf_a, buf_b, buf_g = buffers
+    # rF, cF: exact FP64 sums of integers below 2**53 (formed with the floors)
     if FA is None:  # integers below 2**20: exact in FP32, half the memory
         out = np.empty(pa.layout(pa.batch), np.float32) if buf_a is None else buf_a
-        FA = backend.quantize(pa, e, out)
+        FA, rF = backend.quantize(pa, e, out, sums=True)
+    else:
+        rF = FA.sum(axis=2, dtype=np.float64)
     if FB is None:
         out = np.empty(pb.layout(pb.batch), np.float32) if buf_b is None else buf_b
-        FB = backend.quantize(pb, f, out)
-    # exact: FP64 sums of integers below 2**53
-    rF, cF = FA.sum(axis=2, dtype=np.float64), FB.sum(axis=1, dtype=np.float64)
+        FB, cF = backend.quantize(pb, f, out, sums=True)
+    else:
+        cF = FB.sum(axis=1, dtype=np.float64)
     G = engine.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1, out=buf_g)
     return Bound(r, G, rF, cF), e, f, (FA, FB)
 
@@ -287,8 +294,15 @@ def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, sche
         return certify.componentwise(backend, *data, scheme, counts, tie=tie, mu=mu_g,
                                      reduce=reduce, **kw)
 
-    first = evaluate(np.full(b, count0, np.int64))
-    cert = choose_counts(evaluate, scheme, first.num_moduli, first=first) if auto else first
+    counts0 = np.full(b, count0, np.int64)
+    below = None
+    if auto and MIN_MODULI < count0 <= max_moduli(scheme):
+        # the start and the first step down (the common outcome) in one pass
+        first, below = evaluate(np.stack([counts0, counts0 - 1]), probe=[False, True])
+    else:
+        first = evaluate(counts0)
+    cert = (choose_counts(evaluate, scheme, first.num_moduli, first=first, below=below)
+            if auto else first)
     gemms, refines, refined = 1, {}, (0, 0)
     for g in np.flatnonzero(first.uncertified) if (auto or policy != "none" or want_bound) \
             else ():
@@ -318,12 +332,13 @@ def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, sche
             # failures only shrink as the count grows
             pick = (choose_counts(final, scheme, [count0], down=False) if auto
                     else final(np.array([count0])))
-            cert = cert.where(np.arange(b) == g, _spread(pick, g, b, cert))
+            cert = cert.put(g, pick)
     mask = bound = None
     if refines or want_bound or (cert.uncertified.any() and policy != "none"):
         ratio = np.empty((b, m, n))
         bound = np.empty((b, m, n)) if want_bound else None
-        cert = evaluate(cert.num_moduli, ratio=ratio, bound=bound)
+        # each slice's shifts are its count's (a certificate's depend on its count only)
+        cert = evaluate(cert.num_moduli, ratio=ratio, bound=bound, sigma=cert.sigma, tau=cert.tau)
         for g, ref in refines.items():
             plan = crt_plan(scheme, int(cert.num_moduli[g]))
             top, fails = ref.certify(cert.sigma[g], cert.tau[g], e[g], f[g], plan, ratio[g],
@@ -338,16 +353,6 @@ def _lines(lines: Lines, g: int, b: int) -> Lines:
     """Slice ``g`` of ``lines`` (a stack of ``b``, or of one shared by all)."""
     g = min(g, lines.maxbits.shape[0] - 1)
     return Lines(lines.maxbits[g], lines.bad[g], lines.nnz[g])
-
-
-def _spread(one: certify.Certificate, g: int, b: int, like: certify.Certificate):
-    """A stack certificate holding slice ``g``'s ``one`` at index ``g`` (others: ``like``)."""
-    sel = np.arange(b) == g
-    return certify.Certificate(np.where(sel, one.num_moduli[0], like.num_moduli),
-                               np.where(sel[:, None], one.sigma[0], like.sigma),
-                               np.where(sel[:, None], one.tau[0], like.tau),
-                               np.where(sel, one.max_ratio[0], like.max_ratio),
-                               np.where(sel, one.uncertified[0], like.uncertified), like.kind)
 
 
 def decide_fast(na: certify.Normwise, nb: certify.Normwise, b: int, scheme: str,

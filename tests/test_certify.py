@@ -169,3 +169,110 @@ def test_large_k_certified(rng):
         assert info.certified, scheme
         half_ulp = np.spacing(np.abs(ref)) / 2  # the reference is itself rounded
         assert np.all(np.abs(C - ref) <= 2.0 ** -53 * (np.abs(ref) + absab) * (1 + 1e-9) + half_ulp)
+
+
+def _bound_inputs(seed, b, m, n, K, wide_exponents):
+    """Random exact floor data with zero lines, and ``K`` sets of shifts and plan terms."""
+    rng = np.random.default_rng(seed)
+    k = 50
+    nA = rng.integers(1, k + 1, (b, m))
+    nB = rng.integers(1, k + 1, (b, n))
+    nA[:, ::5] = 0
+    nB[:, 1::7] = 0
+    G = np.floor(rng.random((b, m, n)) * 2.0 ** rng.integers(20, 40, (b, m, 1)))
+    G[0][rng.random(G[0].shape) < 0.1] = 0.0  # vanishing lower bounds: ratio inf
+    G[(nA == 0)[:, :, None] | (nB == 0)[:, None, :]] = 0.0
+    rF = np.where(nA > 0, np.floor(rng.random((b, m)) * 2.0 ** 20), 0.0)
+    cF = np.where(nB > 0, np.floor(rng.random((b, n)) * 2.0 ** 20), 0.0)
+    lo, hi = (-30, 1100) if wide_exponents else (-30, 60)
+    e, f = rng.integers(lo, hi, (b, m)), rng.integers(lo, hi, (b, n))
+    sigma = rng.integers(-10, 80, (K, b, m))
+    tau = rng.integers(-10, 80, (K, b, n))
+    sigma[:, -1] = rng.integers(60, 80, (K, m))  # the last slice certifies
+    tau[:, -1] = rng.integers(60, 80, (K, n))
+    R = rng.random((K, b)) * 2.0 ** rng.integers(-5, 60, (K, b))
+    g2 = rng.random((K, b)) * 2.0 ** -70
+    return G, rF, cF, nA, nB, e, f, sigma, tau, R, g2
+
+
+def _reference_ratios(G, rF, cF, nA, nB, e, f, sigma, tau, R, g2, safety):
+    """The certificate's per-entry ratio for one count, in numpy (the scalar formula)."""
+    c = np.minimum(nA[:, :, None], nB[:, None, :]).astype(np.float64)
+    live = (nA[:, :, None] > 0) & (nB[:, None, :] > 0)
+    up = np.where(live, G + rF[:, :, None] + cF[:, None, :] + c, 0.0)
+    ps, pt = np.ldexp(1.0, -sigma)[:, :, None], np.ldexp(1.0, -tau)[:, None, :]
+    trunc = np.minimum(ps * (cF[:, None, :] + c) + pt * (rF[:, :, None] + c), 2.0 * up)
+    ef = e[:, :, None] + f[:, None, :] - 1075
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        sub = np.where(ef > -100, np.ldexp(1.0, np.minimum(ef, 1100)), 2.0 ** -100)
+        num = ((1.0 + 2.0 ** -53) * (trunc + (ps * pt) * R[:, None, None])
+               + 2.0 * g2[:, None, None] * up + sub) * safety
+        r = np.where(G > 0, num / (2.0 ** -53 * G), np.inf)
+    return np.where(up == 0, 0.0, r), up
+
+
+@pytest.mark.parametrize("shape", [(3, 7, 9), (2, 5, 1300), (4, 1, 3), (1, 3, 0)])
+@pytest.mark.parametrize("wide_exponents", [False, True])
+def test_fused_counts_equal_separate_counts(shape, wide_exponents):
+    """The K-count passes give, per count, exactly the single-count passes and the formula."""
+    from ozaki import bounds, certify
+    b, m, n = shape
+    K = 3
+    G, rF, cF, nA, nB, e, f, sigma, tau, R, g2 = _bound_inputs(sum(shape), b, m, n, K,
+                                                               wide_exponents)
+    safety = certify._SAFETY
+    col = bounds.upper_scaled_colmax(G, rF, cF, nA, nB, sigma)
+    for q in range(K):
+        one = bounds.upper_scaled_colmax(G, rF, cF, nA, nB, sigma[q:q + 1])
+        assert np.array_equal(col[q], one[0])
+    empty = np.zeros((0, 0, 0))
+    rowmax, rowfail = bounds.componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f,
+                                                  safety, empty, empty, np.zeros(K, bool))
+    for q in range(K):
+        ratio, bound = np.empty((b, m, n)), np.empty((b, m, n))
+        mx, fl = bounds.componentwise_ratios(G, rF, cF, nA, nB, sigma[q:q + 1], tau[q:q + 1],
+                                             R[q:q + 1], g2[q:q + 1], e, f, safety, ratio,
+                                             bound, np.zeros(1, bool))
+        assert np.array_equal(mx[0], rowmax[q]) and np.array_equal(fl[0], rowfail[q])
+        ref, up = _reference_ratios(G, rF, cF, nA, nB, e, f, sigma[q], tau[q], R[q], g2[q],
+                                    safety)
+        assert np.array_equal(ratio, ref)
+        assert np.array_equal(rowmax[q], ref.max(axis=2, initial=0.0))
+        assert np.array_equal(rowfail[q], (ref > 1).sum(axis=2))
+        assert np.array_equal(col[q], np.where(up > 0, np.ldexp(up, sigma[q][:, :, None]),
+                                               0.0).max(axis=1, initial=0.0))
+        if q == 0:  # the fused pass writes the first count's ratio and bound
+            r0, b0 = np.empty((b, m, n)), np.empty((b, m, n))
+            bounds.componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety,
+                                        r0, b0, np.zeros(K, bool))
+            assert np.array_equal(r0, ratio) and np.array_equal(b0, bound)
+    # a probed count says only whether its slice certifies, and says it right
+    probed = bounds.componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety,
+                                         empty, empty, np.array([False, True, True]))
+    assert np.array_equal(probed[0][0], rowmax[0]) and np.array_equal(probed[1][0], rowfail[0])
+    for q in (1, 2):
+        assert np.array_equal(probed[1][q].sum(axis=1) > 0, rowfail[q].sum(axis=1) > 0)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_fused_certificates_equal_separate_ones(scheme, rng):
+    """``componentwise`` at (K, b) counts: each certificate is the one count's alone."""
+    from ozaki import certify, decisions
+    from ozaki.backend import Operand, get_backend
+    from ozaki.engines import get_engine
+    from ozaki.pipeline import Prepared
+    be = get_backend()
+    A = rng.standard_normal((5, 12, 40)) * np.exp2(rng.integers(-30, 31, (5, 12, 40)))
+    B = rng.standard_normal((5, 40, 9)) * np.exp2(rng.integers(-30, 31, (5, 40, 9)))
+    A[1, 3] = 0.0
+    B[2, :, 4] = 0.0
+    pa, pb = Prepared(Operand(A, 0), be), Prepared(Operand(B, 1), be)
+    bd, e, f, _ = decisions.bound_data(be, get_engine("auto", scheme), pa.op, pb.op, pa.lines,
+                                       pb.lines, scheme, 40)
+    data = (bd.G, bd.rF, bd.cF, pa.lines.nnz, pb.lines.nnz, e, f)
+    counts = np.array([[4, 6, 9, 12, 16], [3, 5, 8, 11, 15], [5, 5, 5, 5, 5]])
+    fused = certify.componentwise(be, *data, scheme, counts)
+    for c, got in zip(counts, fused):
+        want = certify.componentwise(be, *data, scheme, c)
+        for name in ("num_moduli", "sigma", "tau", "max_ratio", "uncertified"):
+            assert np.array_equal(getattr(got, name), getattr(want, name)), name

@@ -49,11 +49,20 @@ def test_quantize_down_is_the_exact_floor(xs, r):
     top = max((math.frexp(abs(x))[1] for x in xs if x), default=0)
     shift = r - top
     out = np.empty_like(X)
-    kernels.quantize_down(X.view(np.int64), np.array([[shift]]), np.zeros((1, len(xs)), np.int64),
-                          out)
+    bits, zeros = X.view(np.int64), np.zeros((1, len(xs)), np.int64)
+    kernels.quantize_down(bits, np.array([[shift]]), zeros, out, np.zeros((0, 0), np.int64), 0)
     for x, q in zip(xs, out[0, 0]):
         exact = abs(Fraction(x)) * Fraction(2) ** shift
         assert q == math.floor(exact) and q < 2 ** r
+    # the line sums formed in the same pass: rows, and columns (the transposed stack)
+    rows, cols = np.zeros((1, 1), np.int64), np.zeros((1, 1), np.int64)
+    again = np.empty_like(out)
+    kernels.quantize_down(bits, np.array([[shift]]), zeros, again, rows, 0)
+    T = np.ascontiguousarray(X.transpose(0, 2, 1))
+    outT = np.empty_like(T)
+    kernels.quantize_down(T.view(np.int64), zeros.T.copy(), np.array([[shift]]), outT, cols, 1)
+    assert np.array_equal(again, out) and np.array_equal(outT[0, :, 0], out[0, 0])
+    assert rows[0, 0] == cols[0, 0] == out.sum()
 
 
 @given(st.lists(finite.filter(lambda v: v != 0), min_size=1, max_size=8))
