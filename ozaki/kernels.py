@@ -161,12 +161,9 @@ COLUMN_CHUNK = 256
 
 @nb.njit(inline="always")
 def column_chunks(n):
-    """``(width, count)`` of the column chunks of ``n`` columns.
-
-    At least :data:`COLUMN_CHUNK` columns a chunk, wider (up to 16 times) for
-    long rows: narrow chunks of a wide stack read short runs of every row (about
-    1.5x slower at 2**20 columns). The results do not depend on the chunks.
-    """
+    """``(width, count)`` of the column chunks of ``n`` columns: at least :data:`COLUMN_CHUNK`,
+    wider (up to 16x) for long rows, whose narrow chunks read short runs of every row
+    (1.5x slower at 2**20 columns). The results do not depend on the chunks."""
     width = min(16 * COLUMN_CHUNK, max(COLUMN_CHUNK, n // 64))
     return width, (n + width - 1) // width
 
@@ -259,12 +256,11 @@ def smod_product(y, p, pinv, c26, short):
 def _quantized(x, E):
     """``floor(|x| 2**E)`` as an int64 for the bits ``x`` of a double (non-finite -> 0).
 
-    With ``|x| = mant 2**(ex - 1075)`` (the hidden bit set and ``ex`` the biased
-    exponent for normal ``x``; ``ex = 1`` for subnormal ones) the floor of
-    ``mant 2**d`` is ``mant << d`` (``d >= 0``) or ``mant >> -d``, exact; counts
-    are capped at 63, which is the floor 0 for ``d <= -53`` (``mant < 2**53``),
-    and the caller keeps the results below ``2**53``. Selects, not branches:
-    the loops vectorise.
+    With ``|x| = mant 2**(ex - 1075)`` (hidden bit set, ``ex`` the biased exponent;
+    ``ex = 1`` for subnormals) the floor of ``mant 2**d`` is ``mant << d`` (``d >= 0``)
+    or ``mant >> -d``, exact; counts capped at 63 give the floor 0 for ``d <= -53``
+    (``mant < 2**53``); the caller keeps results below ``2**53``. Selects, not
+    branches: the loops vectorise.
     """
     a = x & 0x7FFFFFFFFFFFFFFF
     ex = a >> 52
