@@ -2,7 +2,9 @@
 
 :func:`reconstruct` turns the stored residues of the N modular products into the
 product, entry by entry in a fixed order; :func:`ldexp` scales by ``2**e`` with one
-rounding. Both compiled with numba under the same rules as :mod:`ozaki.kernels`
+rounding. The passes that reduce the exact modular products to the residues it
+reads (:func:`store_residues`, :func:`reduce_into` for k-blocks, and the Gauss
+combinations of complex products) are here too. Both compiled with numba under the same rules as :mod:`ozaki.kernels`
 (no fastmath, fixed order per output, one thread per output).
 """
 
@@ -11,9 +13,10 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .kernels import _CACHE, CHUNK_TASKS, POW2, _rint, row_tiles, smod_product
+from .kernels import _CACHE, CHUNK_TASKS, POW2, _rint, row_tiles, smod_product, smod_short
 
-__all__ = ["ldexp", "reconstruct", "reconstruct_serial"]
+__all__ = ["ldexp", "reconstruct", "reconstruct_serial", "reduce_into", "store_residues",
+           "add_residues", "complex_residues"]
 
 @nb.njit(inline="always")
 def ldexp(y, e):
@@ -182,3 +185,64 @@ def reconstruct_serial(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
     """:func:`reconstruct` on the calling thread, without the GIL (no threading layer)."""
     for c in range(row_tiles(out.shape[0] * out.shape[1], R.shape[3], TASK)[3]):
         _crt_tasks(c, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short)
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def reduce_into(acc, prod, p, pinv, c26, first, short):
+    """``acc (+)= smod(prod, p)``: combine k-blocks of a modular product.
+
+    ``|prod| <= 2**53`` (an exact block product; ``2**52`` with ``short``, see
+    :func:`ozaki.kernels.smod_product`); ``acc`` grows by at most ``p / 2`` per block, far
+    from ``2**53`` for any feasible number of blocks.
+    """
+    m, n = prod.shape
+    for i in nb.prange(m):
+        for j in range(n):
+            r = smod_product(prod[i, j], p, pinv, c26, short)
+            if first:
+                acc[i, j] = r
+            else:
+                acc[i, j] += r
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def store_residues(prod, p, pinv, c26, out, short):
+    """``out = smod(prod, p)``: the modular product, stored in a small integer type.
+
+    ``|prod| <= 2**53`` (an exact product, or a sum of reduced k-blocks;
+    ``2**52`` with ``short``, see :func:`ozaki.kernels.smod_product`); the symmetric residue
+    fits ``out``'s dtype (int8 for ``p <= 256``, int16 for ``p <= 65536``,
+    int32 otherwise) exactly.
+    """
+    m, n = prod.shape
+    for i in nb.prange(m):
+        for j in range(n):
+            out[i, j] = smod_product(prod[i, j], p, pinv, c26, short)
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def add_residues(x, y, p, pinv, out):
+    """``out = smod(x + y, p)``: ``|x + y| <= p - 1``, exact (one short reduction)."""
+    m, n = out.shape
+    for i in nb.prange(m):
+        for j in range(n):
+            out[i, j] = smod_short(x[i, j] + y[i, j], p, pinv)
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def complex_residues(p1, p2, p3, p, pinv, c26, short, out_re, out_im):
+    """Gauss/Karatsuba combination of three exact modular products.
+
+    ``P1 = Ar Br``, ``P2 = Ai Bi``, ``P3 = (Ar + Ai)(Br + Bi)`` (integers up to
+    ``2**53``, ``2**52`` with ``short``: :func:`ozaki.kernels.smod_product`) are reduced
+    first, so every sum below is of residues (``|r| <= p/2``) and exact:
+    ``Re = smod(r1 - r2)``, ``Im = smod(r3 - r1 - r2)``, each one short reduction.
+    """
+    m, n = out_re.shape
+    for i in nb.prange(m):
+        for j in range(n):
+            r1 = smod_product(p1[i, j], p, pinv, c26, short)
+            r2 = smod_product(p2[i, j], p, pinv, c26, short)
+            r3 = smod_product(p3[i, j], p, pinv, c26, short)
+            out_re[i, j] = smod_short(r1 - r2, p, pinv)
+            out_im[i, j] = smod_short(r3 - r1 - r2, p, pinv)

@@ -31,10 +31,10 @@ def test_smod_exact_on_full_range(y, p):
     """Two-stage reduction of GEMM outputs up to 2**53 (every integer there is a float)."""
     pf, pinv, c26 = modular_constants(p)
     out = np.empty((1, 1), np.int32)
-    kernels.store_residues(np.array([[float(y)]]), pf, pinv, c26, out, False)
+    reconstruct.store_residues(np.array([[float(y)]]), pf, pinv, c26, out, False)
     assert out[0, 0] == sym(y, p)
     if abs(y) <= 2 ** 52:  # the one-step reduction that a bound of 2**52 allows
-        kernels.store_residues(np.array([[float(y)]]), pf, pinv, c26, out, True)
+        reconstruct.store_residues(np.array([[float(y)]]), pf, pinv, c26, out, True)
         assert out[0, 0] == sym(y, p)
 
 
