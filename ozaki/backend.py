@@ -284,14 +284,14 @@ class CPUBackend:
         pf, pinv, c26 = modular_constants(p)
         with self.lock:
             reconstruct.reduce_into(self._out(acc), self._flat(prod), pf, pinv, c26, first,
-                                _short(bound))
+                                    _short(bound))
 
     def store(self, prod, p: int, out, bound: int = 2 ** 53) -> None:
         """``out = smod(prod, p)`` in the store's small integer type (``|prod| <= bound``)."""
         pf, pinv, c26 = modular_constants(p)
         with self.lock:
             reconstruct.store_residues(self._flat(prod), pf, pinv, c26, self._out(out),
-                                   _short(bound))
+                                       _short(bound))
 
     def complex_store(self, p1, p2, p3, p: int, out, n: int, bound: int = 2 ** 53) -> None:
         """Gauss: ``out[..., :n] = smod(P1 - P2)``, ``out[..., n:] = smod(P3 - P1 - P2)``
@@ -300,12 +300,14 @@ class CPUBackend:
         flat = self._out(out)
         with self.lock:
             reconstruct.complex_residues(self._flat(p1), self._flat(p2), self._flat(p3),
-                                     pf, pinv, c26, _short(bound), flat[:, :n], flat[:, n:])
+                                         pf, pinv, c26, _short(bound), flat[:, :n],
+                                         flat[:, n:])
 
     def add_mod(self, x, y, p: int, out) -> np.ndarray:
         """``out = smod(x + y, p)`` for residues ``x``, ``y`` (exact)."""
         with self.lock:
-            reconstruct.add_residues(self._flat(x), self._flat(y), float(p), 1.0 / p, self._out(out))
+            reconstruct.add_residues(self._flat(x), self._flat(y), float(p), 1.0 / p,
+                                     self._out(out))
         return out
 
     def reconstruct(self, store, plan, s, t, out, c0: int = 0, products: bool = False,

@@ -302,14 +302,14 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     return info
 
 
-def _reconstruct(backend, scheme, store, counts, s, t, out, c0: int, raw: int) -> None:
+def _reconstruct(backend, scheme, store, counts, s, t, out, c0: int, products: int) -> None:
     """CRT of a piece's ``store`` (N, c, m, w) into ``out[:, :, c0:c0 + w]`` (c slices).
 
-    ``store`` holds residues (``raw`` 0), or the exact modular products, at
-    most ``raw`` in magnitude.
+    ``store`` holds residues (``products`` 0), or the exact modular products,
+    at most ``products`` in magnitude.
     """
     N = store.shape[0]
-    kw = dict(products=True, bound=raw) if raw else {}
+    kw = dict(products=True, bound=products) if products else {}
     if (counts == N).all():
         backend.reconstruct(store, crt_plan(scheme, N), s, t, out, c0=c0, **kw)
         return

@@ -4,8 +4,9 @@
 product, entry by entry in a fixed order; :func:`ldexp` scales by ``2**e`` with one
 rounding. The passes that reduce the exact modular products to the residues it
 reads (:func:`store_residues`, :func:`reduce_into` for k-blocks, and the Gauss
-combinations of complex products) are here too. Both compiled with numba under the same rules as :mod:`ozaki.kernels`
-(no fastmath, fixed order per output, one thread per output).
+combinations of complex products) are here too. All are compiled with numba
+under the rules of :mod:`ozaki.kernels` (no fastmath, fixed order per output,
+one thread per output).
 """
 
 from __future__ import annotations
