@@ -57,22 +57,88 @@ def _columns(cF, nB):
     return cf, nbf
 
 
+#: Lanes of partial maxima (:func:`_row_max`, :func:`_lane_max`).
+_LANES = 64
+
+
+@nb.njit(inline="always")
+def _lane_max(x, j0, j1, acc, best):
+    """``max(best, max(x[j0:j1]))`` for non-negative ``x``, in :data:`_LANES` lanes.
+
+    Lane ``l`` keeps the maximum of the entries ``j0 + l (mod _LANES)``
+    (``acc``, scratch); the compiler unrolls the lanes into independent
+    registers, where one running maximum would wait on each comparison. Maxima
+    do not depend on the grouping. Indices are unsigned (see :func:`_ratio_block`).
+    """
+    lanes = np.uint64(_LANES)
+    j = np.uint64(j0)
+    end = np.uint64(j1)
+    for lane in range(min(lanes, end - j)):
+        acc[lane] = 0.0
+    while j + lanes <= end:
+        for lane in range(lanes):
+            v = x[j + lane]
+            acc[lane] = v if v > acc[lane] else acc[lane]
+        j += lanes
+    for lane in range(end - j):
+        v = x[j + lane]
+        acc[lane] = v if v > acc[lane] else acc[lane]
+    for lane in range(min(lanes, end - np.uint64(j0))):
+        best = acc[lane] if acc[lane] > best else best
+    return best
+
+
+@nb.njit(inline="always")
+def _row_max(Gr, rFi, cg, ng, ni, j0, j1, acc):
+    """``max_j U_ij`` over the columns ``j0:j1`` of one row (0 if none), ``ni > 0``.
+
+    As :func:`_lane_max`, with ``U`` formed on the fly.
+    """
+    lanes = np.uint64(_LANES)
+    j = np.uint64(j0)
+    end = np.uint64(j1)
+    for lane in range(min(lanes, end - j)):
+        acc[lane] = 0.0
+    while j + lanes <= end:
+        for lane in range(lanes):
+            v = upper(Gr[j + lane], rFi, cg[j + lane], ni, ng[j + lane])
+            acc[lane] = v if v > acc[lane] else acc[lane]
+        j += lanes
+    for lane in range(end - j):  # the last columns, one a lane
+        v = upper(Gr[j + lane], rFi, cg[j + lane], ni, ng[j + lane])
+        acc[lane] = v if v > acc[lane] else acc[lane]
+    best = 0.0
+    for lane in range(min(lanes, end - np.uint64(j0))):  # the lanes in use
+        best = acc[lane] if acc[lane] > best else best
+    return best
+
+
 @nb.njit(parallel=True, cache=_CACHE)
 def upper_rowmax(G, rF, cF, nA, nB):
-    """``max_j U_gij`` per row, shape (b, m) (exact; integer maxima)."""
+    """``max_j U_gij`` per row, shape (b, m) (exact; integer maxima).
+
+    Tasks are chunks of columns (:func:`ozaki.kernels.column_chunks`) with all
+    the rows of a slice, so a chunk's column data stay in cache through the
+    rows; the chunks' maxima are then combined (exact in any order).
+    """
     b, m, n = G.shape
     cf, nbf = _columns(cF, nB)
+    width, nchunks = column_chunks(n)
+    part = np.zeros((b, nchunks, m))
+    for gc in nb.prange(b * nchunks):
+        g, j0, j1 = column_chunk(gc, nchunks, n, width)
+        c = gc - g * nchunks
+        acc = np.empty(_LANES)
+        for i in range(m):
+            ni = float(nA[g, i])
+            if ni > 0.0:  # an all-zero row: U = 0
+                part[g, c, i] = _row_max(G[g, i], rF[g, i], cf[g], nbf[g], ni, j0, j1, acc)
     out = np.zeros((b, m))
-    for gi in nb.prange(b * m):
-        g = gi // m
-        i = gi - g * m
-        ni, rFi, Gr, cg, ng = float(nA[g, i]), rF[g, i], G[g, i], cf[g], nbf[g]
-        best = 0.0
-        for j in range(n if ni > 0.0 else 0):
-            v = upper(Gr[j], rFi, cg[j], ni, ng[j])
-            if v > best:
-                best = v
-        out[g, i] = best
+    for g in nb.prange(b):
+        for c in range(nchunks):
+            for i in range(m):
+                v = part[g, c, i]
+                out[g, i] = v if v > out[g, i] else out[g, i]
     return out
 
 
@@ -188,6 +254,7 @@ def componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, rat
     zero = np.uint64(0)
     for task in nb.prange((b * m + per - 1) // per):
         buf = np.empty(width)
+        lanes = np.empty(_LANES)
         worst = np.zeros(K)
         fails = np.zeros(K, np.int64)
         live = np.zeros(K, np.bool_)
@@ -223,11 +290,7 @@ def componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, rat
                         fails[q] += _ratio_block(G, cf, nbf, pt, f, bound, g, i, q, ni, rFi,
                                                  ps, Rq, gq, safety, ei, J0, J1, out, o0, False,
                                                  False)
-                    top = worst[q]
-                    for j in range(J0 - o0, J1 - o0):
-                        if out[j] > top:
-                            top = out[j]
-                    worst[q] = top
+                    worst[q] = _lane_max(out, J0 - o0, J1 - o0, lanes, worst[q])
                     if probe[q] and fails[q] > 0:
                         live[q] = False  # this count's answer is known: the row stops
             for q in range(K):

@@ -141,8 +141,17 @@ class BlasEngine(Engine):
         else:
             # float32 operands (the bound GEMM's planes) must not select SGEMM
             # here: numpy picks the loop from the operands, not from ``out``
-            np.matmul(X.astype(np.float64, copy=False), Y.astype(np.float64, copy=False),
-                      out=out)
+            X = X.astype(np.float64, copy=False)
+            if Y.dtype == np.float64:
+                np.matmul(X, Y, out=out)
+                return
+            # Y converted a slab of columns at a time, in cache: no FP64 copy of
+            # a wide Y in memory (the same exact integers, whatever the slabs)
+            n = Y.shape[-1]
+            width = max(2048, 2 ** 19 // max(1, Y.shape[-2]))
+            for j0 in range(0, n, width):
+                cols = slice(j0, min(n, j0 + width))
+                np.matmul(X, Y[..., cols].astype(np.float64), out=out[..., cols])
 
 
 class FP8Engine(Engine):

@@ -147,8 +147,14 @@ def _embedded_floors(FB: np.ndarray) -> np.ndarray:
 
 
 def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
-           complex_: bool = False) -> decisions.Decision:
-    """Step 1 for the stack ``pa`` @ ``pb`` of ``b`` slices: shifts, counts, certificate."""
+           complex_: bool = False, scratch: np.ndarray | None = None) -> decisions.Decision:
+    """Step 1 for the stack ``pa`` @ ``pb`` of ``b`` slices: shifts, counts, certificate.
+
+    ``scratch``, a C-contiguous FP64 array of the product's shape (b, m, n) (for
+    complex products the embedding's (b, m, 2n)), may receive the floor GEMM,
+    which is dead once the decisions are made (:func:`emulate` passes ``out``:
+    the product's pages are then first touched by the BLAS, as in a native GEMM).
+    """
     backend = opts.backend
     k = pa.op.shape[2]  # for complex products, the real embedding's inner dimension
 
@@ -179,12 +185,16 @@ def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
             pb.floors[r] = FB
         floors = (floors[0], _embedded_floors(FB))
     # floors of operands that are not kept live in the residue planes' workspace
-    # (they are dead once G is formed), and G in the product plane's
+    # (they are dead once G is formed), and G in ``scratch`` or the product plane's
     ws = workspace()
+    shape = (b, pa.op.shape[1], (2 if complex_ else 1) * pb.op.shape[2])
+    if scratch is None or scratch.shape != shape or scratch.dtype != np.float64 \
+            or not scratch.flags.c_contiguous:
+        scratch = ws.take("prod", shape)
     bufs = (None if pa.keep else ws.take("ra", pa.op.layout(pa.op.batch), np.float32),
             None if pb.keep or complex_ else ws.take("rb", pb.op.layout(pb.op.batch),
                                                      np.float32),
-            ws.take("prod", (b, pa.op.shape[1], (2 if complex_ else 1) * pb.op.shape[2])))
+            scratch)
     bd, e, f, (FA, FB) = decisions.bound_data(backend, opts.engine, pa.op, pb.op, la, lb,
                                               opts.scheme, k, floors, bufs)
     if pa.keep:
@@ -221,7 +231,8 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     sec = info.seconds
     t0 = time.perf_counter()
 
-    dec = decide(pa, pb, opts, b, complex_) if decision is None else decision
+    # the floor GEMM (accurate mode) lives in ``out`` until the product overwrites it
+    dec = decide(pa, pb, opts, b, complex_, out) if decision is None else decision
     counts = dec.counts
     N = int(counts.max())
     info.num_moduli = N
@@ -288,8 +299,12 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
         def on_worker(args):
             with backend.serial_passes():
                 return piece(*args, dict.fromkeys(sec, 0.0))
+        # the threads start far apart in ``out`` (a piece each from every
+        # thread's share in turn), so they do not fault the same fresh pages
+        share = -(-len(pieces) // threads)
+        order = [pieces[i] for j in range(share) for i in range(j, len(pieces), share)]
         with backend.one_blas_thread(), ThreadPoolExecutor(threads) as pool:
-            for part_sec in pool.map(on_worker, pieces):
+            for part_sec in pool.map(on_worker, order):
                 for name, v in part_sec.items():
                     sec[name] += v
     else:

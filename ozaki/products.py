@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from .engines import Engine
+from .workspace import workspace
 
 __all__ = ["square_digits", "karatsuba_digits", "uses_digits", "gemms_per_modulus",
            "modular_product", "complex_product", "product_kblock", "product_bound",
@@ -166,11 +167,14 @@ def complex_product(backend, engine: Engine, ra: np.ndarray, rb: np.ndarray, p: 
     k = ra.shape[-1] // 2
     ar, ai = ra[..., :k], ra[..., k:]
     br, bi = rb[..., :k, :], rb[..., k:, :]
-    sa = backend.add_mod(ar, ai, p, np.empty(ar.shape))
-    sb = backend.add_mod(br, bi, p, np.empty(br.shape))
-    return (modular_product(backend, engine, ar, br, p),
-            modular_product(backend, engine, ai, bi, p),
-            modular_product(backend, engine, sa, sb, p))
+    # the sums and the products are dead once the caller has stored them: they
+    # live in this thread's workspace (no fresh pages a modulus)
+    ws = workspace()
+    sa = backend.add_mod(ar, ai, p, ws.take("gauss_a", ar.shape))
+    sb = backend.add_mod(br, bi, p, ws.take("gauss_b", br.shape))
+    shape = np.broadcast_shapes(ar.shape[:-2], br.shape[:-2]) + (ar.shape[-2], br.shape[-1])
+    return tuple(modular_product(backend, engine, x, y, p, ws.take(f"gauss_{j}", shape))
+                 for j, (x, y) in enumerate(((ar, br), (ai, bi), (sa, sb))))
 
 
 def exact_gemms(k: int, *, scheme: str = "fp64", num_moduli: int = 6, mode: str = "fast",
