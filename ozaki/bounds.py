@@ -89,27 +89,19 @@ def _lane_max(x, j0, j1, acc, best):
 
 
 @nb.njit(inline="always")
-def _row_max(Gr, rFi, cg, ng, ni, j0, j1, acc):
+def _row_max(Gr, rFi, cg, ng, ni, j0, j1, u, acc):
     """``max_j U_ij`` over the columns ``j0:j1`` of one row (0 if none), ``ni > 0``.
 
-    As :func:`_lane_max`, with ``U`` formed on the fly.
+    ``U`` is formed a block of ``len(u)`` columns at a time into ``u`` (scratch,
+    in L1) and reduced by :func:`_lane_max`.
     """
-    lanes = np.uint64(_LANES)
-    j = np.uint64(j0)
-    end = np.uint64(j1)
-    for lane in range(min(lanes, end - j)):
-        acc[lane] = 0.0
-    while j + lanes <= end:
-        for lane in range(lanes):
-            v = upper(Gr[j + lane], rFi, cg[j + lane], ni, ng[j + lane])
-            acc[lane] = v if v > acc[lane] else acc[lane]
-        j += lanes
-    for lane in range(end - j):  # the last columns, one a lane
-        v = upper(Gr[j + lane], rFi, cg[j + lane], ni, ng[j + lane])
-        acc[lane] = v if v > acc[lane] else acc[lane]
     best = 0.0
-    for lane in range(min(lanes, end - np.uint64(j0))):  # the lanes in use
-        best = acc[lane] if acc[lane] > best else best
+    for b0 in range(j0, j1, u.shape[0]):
+        w = min(u.shape[0], j1 - b0)
+        B0 = np.uint64(b0)
+        for j in range(np.uint64(0), np.uint64(w)):
+            u[j] = upper(Gr[B0 + j], rFi, cg[B0 + j], ni, ng[B0 + j])
+        best = _lane_max(u, 0, w, acc, best)
     return best
 
 
@@ -128,11 +120,12 @@ def upper_rowmax(G, rF, cF, nA, nB):
     for gc in nb.prange(b * nchunks):
         g, j0, j1 = column_chunk(gc, nchunks, n, width)
         c = gc - g * nchunks
+        u = np.empty(min(_BLOCK, max(1, j1 - j0)))
         acc = np.empty(_LANES)
         for i in range(m):
             ni = float(nA[g, i])
             if ni > 0.0:  # an all-zero row: U = 0
-                part[g, c, i] = _row_max(G[g, i], rF[g, i], cf[g], nbf[g], ni, j0, j1, acc)
+                part[g, c, i] = _row_max(G[g, i], rF[g, i], cf[g], nbf[g], ni, j0, j1, u, acc)
     out = np.zeros((b, m))
     for g in nb.prange(b):
         for c in range(nchunks):

@@ -163,13 +163,12 @@ def complex_product(backend, engine: Engine, ra: np.ndarray, rb: np.ndarray, p: 
     first, so each product has the range of a real one): ``Re = P1 - P2`` and
     ``Im = P3 - P1 - P2`` (mod ``p``), three products instead of four, exact in
     residue arithmetic because real and imaginary parts share their shifts.
+    The three are views of this thread's workspace, valid until its next call.
     """
     k = ra.shape[-1] // 2
     ar, ai = ra[..., :k], ra[..., k:]
     br, bi = rb[..., :k, :], rb[..., k:, :]
-    # the sums and the products are dead once the caller has stored them: they
-    # live in this thread's workspace (no fresh pages a modulus)
-    ws = workspace()
+    ws = workspace()  # no fresh pages a modulus
     sa = backend.add_mod(ar, ai, p, ws.take("gauss_a", ar.shape))
     sb = backend.add_mod(br, bi, p, ws.take("gauss_b", br.shape))
     shape = np.broadcast_shapes(ar.shape[:-2], br.shape[:-2]) + (ar.shape[-2], br.shape[-1])
