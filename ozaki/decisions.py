@@ -38,6 +38,7 @@ import numpy as np
 
 from . import certify, scaling
 from .moduli import MIN_MODULI, crt_plan, max_moduli, plan_terms
+from .workspace import workspace
 
 __all__ = ["Lines", "Bound", "Norms", "Decision", "choose_counts"]
 
@@ -209,13 +210,16 @@ def _slice(x, g):
 
 
 def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: int,
-               floors=(None, None), buffers=(None, None, None)):
+               floors=(None, None), buffers=(None, None, None), complex_: bool = False):
     """Accurate mode's exact data: quantisers ``e``, ``f``, floors, and the floor GEMM.
 
     ``floors`` may hold an operand's floors already computed (a prepared operand:
     they depend on that operand and ``r`` only); ``buffers`` the float32 planes
     for the floors (bits' layout) and the FP64 destination of ``G``. Returns
-    ``(Bound, e, f, (FA, FB))`` with ``e`` (ba, m), ``f`` (bb, n).
+    ``(Bound, e, f, (FA, FB))`` with ``e`` (ba, m), ``f`` (bb, n). For
+    ``complex_``, ``pa`` is ``[Ar, Ai]``, ``pb`` is ``[Br; Bi]`` (bb, 2k, n) and
+    ``lb`` the embedding's tiled column data: ``G``, ``cF`` and ``f`` are the
+    real embedding's (``2n`` columns), ``FB`` the floors of ``[Br; Bi]``.
     """
     r = scaling.quantization_bits(scheme, k)
     (Ea, za), (Eb, zb) = la.exponents, lb.exponents
@@ -231,11 +235,23 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
         rF = FA.sum(axis=2, dtype=np.float64)
     if FB is None:
         out = np.empty(pb.layout(pb.batch), np.float32) if buf_b is None else buf_b
-        FB, cF = backend.quantize(pb, f, out, sums=True)
+        FB, cF = backend.quantize(pb, f[:, :pb.shape[2]] if complex_ else f, out, sums=True)
     else:
         cF = FB.sum(axis=1, dtype=np.float64)
-    G = engine.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1, out=buf_g)
-    return Bound(r, G, rF, cF), e, f, (FA, FB)
+    q = 2 ** r - 1
+    if not complex_:
+        return Bound(r, engine.matmul(FA, FB, q, q, out=buf_g), rF, cF), e, f, (FA, FB)
+    # The embedding's floors are [[FBr, FBi], [FBi, FBr]], so its floor GEMM is
+    # [FA FB | FA' FB] with FA' = [FAi, FAr]: two GEMMs of the same exact integer
+    # sums (any order), without forming the embedding's floors.
+    n, h = FB.shape[2], FA.shape[2] // 2
+    G = np.empty(np.broadcast_shapes(FA.shape[:-2], FB.shape[:-2]) + (FA.shape[1], 2 * n)) \
+        if buf_g is None else buf_g
+    engine.matmul(FA, FB, q, q, out=G[..., :n])
+    swapped = workspace().take("floors_swap", FA.shape, np.float32)
+    np.concatenate((FA[..., h:], FA[..., :h]), axis=-1, out=swapped)
+    engine.matmul(swapped, FB, q, q, out=G[..., n:])
+    return Bound(r, G, rF, np.concatenate((cF, cF), axis=-1)), e, f, (FA, FB)
 
 
 def refinement(backend, A, B, rows, cols, la: Lines, lb: Lines, k, rF, cF, nA, nB):

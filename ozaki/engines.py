@@ -136,8 +136,14 @@ class BlasEngine(Engine):
 
     def _block(self, X, Y, out, bound):
         if self.fp32(bound):
-            out[...] = np.matmul(X.astype(np.float32, copy=False),
-                                 Y.astype(np.float32, copy=False))
+            # SGEMM a tile of the product at a time, each tile converted into
+            # ``out`` while in cache: no FP32 copy of a large product in memory
+            X, Y = X.astype(np.float32, copy=False), Y.astype(np.float32, copy=False)
+            for lead, rows, cols in _tiles(out.shape, 2 ** 19):
+                x = X[lead + (rows,)] if X.ndim > 2 and X.shape[0] > 1 else X[..., rows, :]
+                y = Y[lead + (slice(None), cols)] if Y.ndim > 2 and Y.shape[0] > 1 \
+                    else Y[..., cols]
+                out[lead + (rows, cols)] = np.matmul(x, y)
         else:
             # float32 operands (the bound GEMM's planes) must not select SGEMM
             # here: numpy picks the loop from the operands, not from ``out``
@@ -152,6 +158,25 @@ class BlasEngine(Engine):
             for j0 in range(0, n, width):
                 cols = slice(j0, min(n, j0 + width))
                 np.matmul(X, Y[..., cols].astype(np.float64), out=out[..., cols])
+
+
+def _tiles(shape: tuple[int, ...], size: int):
+    """``(lead, rows, cols)`` index tuples of tiles of about ``size`` entries of a
+    stack of ``shape`` (..., m, n): whole slices in chunks of the first axis
+    while a slice is small, else blocks of rows (at least 256, full width when
+    that fits) and columns."""
+    *batch, m, n = shape
+    if batch and m * n <= size:
+        per = max(1, size // max(1, m * n))
+        for g0 in range(0, batch[0], per):
+            yield (slice(g0, g0 + per),), slice(None), slice(None)
+        return
+    tm = min(m, max(256, size // max(1, n)))
+    tn = min(n, max(1, size // max(1, tm)))
+    for lead in np.ndindex(*batch):
+        for i0 in range(0, m, tm):
+            for j0 in range(0, n, tn):
+                yield lead, slice(i0, i0 + tm), slice(j0, j0 + tn)
 
 
 class FP8Engine(Engine):

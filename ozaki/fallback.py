@@ -119,11 +119,28 @@ def finish(info, dec, policy: str, out: np.ndarray, la, lb, k: int, b: int, comp
            operands) -> None:
     """After the reconstruction: bounds, exact fallback, overflow guard, non-finite values.
 
-    ``out`` (b, m, n) holds the emulated stack, ``dec`` its decision, ``la``/``lb``
-    the operands' line data (:class:`ozaki.decisions.Lines`), ``k`` the inner
-    dimension of the (real) products, ``operands(g) -> (A_g, B_g)`` slice ``g``'s
-    real matrices. Works slice by slice, only on slices that need it.
+    ``out`` (b, m, n) holds the emulated stack (for ``complex_``, complex128 or
+    the real embedding's ``[Re | Im]`` (b, m, 2n), which the decision and
+    ``operands`` describe either way), ``dec``
+    its decision, ``la``/``lb`` the operands' line data
+    (:class:`ozaki.decisions.Lines`), ``k`` the inner dimension of the (real)
+    products, ``operands(g) -> (A_g, B_g)`` slice ``g``'s real matrices. Works
+    slice by slice, only on slices that need it.
     """
+    mask = dec.mask if info.uncertified and policy == "exact" else None
+    busy, near, bad_a, bad_b = needs_operands(la, lb, k, b, mask)
+    idle = info.error_bound is None and mask is None and not busy.any()
+    if not np.iscomplexobj(out) or idle:  # (nothing reads or writes ``out`` when idle)
+        _finish_real(info, mask, out, la, lb, busy, near, bad_a, bad_b, operands, complex_)
+        return
+    C, out = out, np.concatenate((out.real, out.imag), axis=-1)  # [Re | Im]
+    _finish_real(info, mask, out, la, lb, busy, near, bad_a, bad_b, operands, True)
+    n = C.shape[-1]
+    C.real, C.imag = out[..., :n], out[..., n:]
+
+
+def _finish_real(info, mask, out, la, lb, busy, near, bad_a, bad_b, operands, complex_):
+    """:func:`finish` on the real ``out`` (b, m, n) (for complex products ``[Re | Im]``)."""
     if info.error_bound is not None:
         # |C - AB| <= u |AB| + X and |AB| <= |C| + |C - AB| give
         # |C - AB| <= (u |C| + X) / (1 - u); the factor (1 + 2**-50) rounds up.
@@ -131,13 +148,11 @@ def finish(info, dec, policy: str, out: np.ndarray, la, lb, k: int, b: int, comp
         with np.errstate(over="ignore"):
             eb += 2.0 ** -53 * np.abs(out)
             eb *= 1.0 + 2.0 ** -50
-    mask = dec.mask if info.uncertified and policy == "exact" else None
     if mask is not None:
         info.fallback = "exact"
         info.fallback_entries = int(mask.sum())
         info.fallback_block = (int(mask.any(axis=2).sum()), int(mask.any(axis=1).sum()))
     (Ea, za), (Eb, zb) = la.exponents, lb.exponents
-    busy, near, bad_a, bad_b = needs_operands(la, lb, k, b, mask)
     exact = 0
     for g in np.flatnonzero(busy):
         Ag, Bg = operands(g)

@@ -54,16 +54,12 @@ def _stacked(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: i
         t0 = time.perf_counter()
         pa, pb = side(A3, 0), side(B3, 1)  # the operands' line data: part of the decisions
         lines = time.perf_counter() - t0
-        out = np.empty((b, m, width * n))
+        out = np.empty((b, m, n), dtype)
         info = emulate(pa, pb, opts, out, complex_=complex_)
         info.seconds["scaling"] += lines
-    if complex_:
-        C = np.empty((b, m, n), np.complex128)
-        C.real, C.imag = out[..., :n], out[..., n:]
-        if info.error_bound is not None:  # one bound per part, real and imaginary
-            eb = info.error_bound
-            info.error_bound = eb[..., :n] + 1j * eb[..., n:]
-        return C, info
+    if complex_ and info.error_bound is not None:  # one bound per part, real and imaginary
+        eb = info.error_bound
+        info.error_bound = eb[..., :n] + 1j * eb[..., n:]
     return out, info
 
 

@@ -174,16 +174,7 @@ def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
         return decisions.decide_fast(na, nb, b, opts.scheme, opts.num_moduli, opts.policy,
                                      opts.want_bound, start)
     r = scaling.quantization_bits(opts.scheme, k)
-    floors = (pa.floors.get(r), pb.floors.get(r))
-    if complex_ and floors[1] is not None:
-        floors = (floors[0], _embedded_floors(floors[1]))
-    if complex_ and floors[1] is None:
-        E, zero = pb.lines.exponents
-        f = scaling.accurate_quantizers(E, zero, r)
-        FB = backend.quantize(pb.op, f, np.empty(pb.op.layout(pb.op.batch), np.float32))
-        if pb.keep:
-            pb.floors[r] = FB
-        floors = (floors[0], _embedded_floors(FB))
+    floors = (pa.floors.get(r), pb.floors.get(r))  # of [Br; Bi] for complex products
     # floors of operands that are not kept live in the residue planes' workspace
     # (they are dead once G is formed), and G in ``scratch`` or the product plane's
     ws = workspace()
@@ -192,14 +183,13 @@ def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
             or not scratch.flags.c_contiguous:
         scratch = ws.take("prod", shape)
     bufs = (None if pa.keep else ws.take("ra", pa.op.layout(pa.op.batch), np.float32),
-            None if pb.keep or complex_ else ws.take("rb", pb.op.layout(pb.op.batch),
-                                                     np.float32),
+            None if pb.keep else ws.take("rb", pb.op.layout(pb.op.batch), np.float32),
             scratch)
     bd, e, f, (FA, FB) = decisions.bound_data(backend, opts.engine, pa.op, pb.op, la, lb,
-                                              opts.scheme, k, floors, bufs)
+                                              opts.scheme, k, floors, bufs, complex_)
     if pa.keep:
         pa.floors.setdefault(r, FA)
-    if pb.keep and not complex_:
+    if pb.keep:
         pb.floors.setdefault(r, FB)
     return decisions.decide_accurate(backend, bd, e, f, la, lb, b, opts.scheme,
                                      k, opts.num_moduli, opts.policy,
@@ -217,7 +207,8 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     """``out[g] = A_g @ B_g`` (b, m, n) by Ozaki Scheme II; returns the info record.
 
     For ``complex_``, ``pa`` holds ``[Ar, Ai]`` (b, m, 2k), ``pb`` holds
-    ``[Br; Bi]`` (b, 2k, n) and ``out`` (b, m, 2n) receives ``[Re, Im]``.
+    ``[Br; Bi]`` (b, 2k, n) and ``out``, complex128 (b, m, n) and C-contiguous,
+    receives the product: the CRT writes its real and imaginary parts in place.
     ``decision`` imposes step 1's outcome (:func:`decide`): a caller that
     computed it from combined pieces (:mod:`ozaki.decisions`) gets, for this
     piece, the bits of the whole product.
@@ -231,6 +222,11 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     sec = info.seconds
     t0 = time.perf_counter()
 
+    result = out
+    if complex_:  # the parts as (b, m, n) views; ``out``'s memory as (b, m, 2n) for G
+        parts = out.view(np.float64).reshape(b, m, n, 2)
+        parts = parts[..., 0], parts[..., 1]
+        out = out.view(np.float64).reshape(b, m, 2 * n)
     # the floor GEMM (accurate mode) lives in ``out`` until the product overwrites it
     dec = decide(pa, pb, opts, b, complex_, out) if decision is None else decision
     counts = dec.counts
@@ -262,7 +258,6 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     per_slice = 8 * (A.shape[1] * A.shape[2] + B.shape[1] * B.shape[2] + m * cols)
     chunk = b if b == 1 else max(1, min(b, CHUNK_BYTES // per_slice))
     width = column_block(A, m, k, n, N) if b == 1 and not complex_ else cols
-    tt = _tile(t) if complex_ else t
     RA = None
     if width < cols:  # A's planes of all N moduli, formed once for every block
         RA = pa.residue_planes(s, moduli, ws.take("ra", (N,) + A.layout(1)))
@@ -288,8 +283,13 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
                   n if complex_ else j1 - j0, k, store, sec, opts, complex_, wide_a, wide_b,
                   None if width == cols else (j0, j1), RA, raw)
         t2 = time.perf_counter()
-        _reconstruct(backend, scheme, store, counts[lo:hi], s[lo:hi], tt[lo:hi], out[lo:hi],
-                     j0, bound if raw else 0)
+        if complex_:  # [Re | Im] residues into the parts of the complex result
+            for h, part in enumerate(parts):
+                _reconstruct(backend, scheme, store[..., h * n:(h + 1) * n], counts[lo:hi],
+                             s[lo:hi], t[lo:hi], part[lo:hi], 0, 0)
+        else:
+            _reconstruct(backend, scheme, store, counts[lo:hi], s[lo:hi], t[lo:hi],
+                         out[lo:hi], j0, bound if raw else 0)
         sec["reconstruction"] += time.perf_counter() - t2
         return sec
 
@@ -311,7 +311,7 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
         for args in pieces:
             piece(*args, sec)
     t0 = time.perf_counter()
-    fallback.finish(info, dec, opts.policy, out, pa.lines, pb.lines, A.shape[2], b, complex_,
+    fallback.finish(info, dec, opts.policy, result, pa.lines, pb.lines, A.shape[2], b, complex_,
                     lambda g: slice_operands(pa, pb, g, complex_))
     sec["reconstruction"] += time.perf_counter() - t0
     return info

@@ -148,6 +148,29 @@ def test_blas_fp32_path_exact_on_its_limit(rng):
     assert np.array_equal(eng.matmul(X, Y, 128, 128), want)
 
 
+@pytest.mark.parametrize("xs,ys", [((1, 64, 64), (1, 64, 20000)), ((3, 40, 30), (1, 30, 50)),
+                                   ((1, 40, 30), (5, 30, 50)), ((2, 700, 30), (2, 30, 900)),
+                                   ((700, 30), (30, 900)), ((2, 3, 5, 4), (2, 3, 4, 6)),
+                                   ((1, 1000, 64), (1, 64, 1000)), ((4, 300, 8), (1, 8, 2000))])
+def test_blas_fp32_path_in_tiles_is_exact_into_strided_out(rng, xs, ys, monkeypatch):
+    """The FP32 path runs a tile of the product at a time (small tiles here, so that
+    batches, rows and columns are all cut) and converts each into ``out``, which
+    may be a strided view; the result is the exact integer product."""
+    import ozaki.engines as engines
+    tiles = engines._tiles
+    monkeypatch.setattr(engines, "_tiles", lambda shape, size: tiles(shape, 4096))
+    eng = BlasEngine()
+    X = rng.integers(-511, 512, xs).astype(np.float32)
+    Y = rng.integers(-511, 512, ys).astype(np.float32)
+    want = np.matmul(X.astype(np.int64), Y.astype(np.int64))
+    assert eng.fp32(xs[-1] * 511 * 511)
+    assert np.array_equal(eng.matmul(X, Y, 511, 511), want)
+    wide = np.full(want.shape[:-1] + (2 * want.shape[-1],), np.nan)
+    view = wide[..., ::2]  # every other column: a strided destination
+    assert eng.matmul(X, Y, 511, 511, out=view) is view
+    assert np.array_equal(view, want) and np.isnan(wide[..., 1::2]).all()
+
+
 class _Recording(BlasEngine):
     """cpu-blas that records each call's (k, amax, bmax)."""
 
