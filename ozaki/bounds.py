@@ -28,6 +28,8 @@ __all__ = ["upper", "upper_rowmax", "upper_scaled_colmax", "componentwise_ratios
 
 #: Columns of a row that a pass forms in a scratch block before reducing them.
 _BLOCK = 1024
+#: Rows per task of :func:`componentwise_ratios` (with a chunk of columns).
+_ROWS = 256
 
 
 @nb.njit(inline="always")
@@ -226,9 +228,6 @@ def componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, rat
     """
     K, b, m = sigma.shape
     n = G.shape[2]
-    rowmax = np.zeros((K, b, m))
-    rowfail = np.zeros((K, b, m), np.int64)
-    found = np.zeros((K, b), np.bool_)
     fill_ratio = ratio.shape[0] > 0
     fill_bound = bound.shape[0] > 0
     cf, nbf = _columns(cF, nB)
@@ -242,18 +241,26 @@ def componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, rat
         for q in range(K):
             for j in range(n):
                 pt[q, g, j] = POW2[-tau[q, g, j] + 1022]
-    width = max(1, min(n, _BLOCK))
-    per = max(1, _BLOCK // max(n, 1))  # rows per task: short rows share a scratch block
+    # tasks: a chunk of columns (its column data stay in cache) and a block of rows;
+    # each row's maximum and count per chunk, combined below (exact in any order)
+    width, nchunks = column_chunks(n)
+    rblocks = (m + _ROWS - 1) // _ROWS
+    partmax = np.zeros((K, b, nchunks, m))
+    partfail = np.zeros((K, b, nchunks, m), np.int64)
+    found = np.zeros((K, b), np.bool_)
     zero = np.uint64(0)
-    for task in nb.prange((b * m + per - 1) // per):
-        buf = np.empty(width)
+    for task in nb.prange(b * rblocks * nchunks):
+        g = task // (rblocks * nchunks)
+        rest = task - g * rblocks * nchunks
+        r0 = (rest // nchunks) * _ROWS
+        c = rest % nchunks
+        _, c0, c1 = column_chunk(c, nchunks, n, width)
+        buf = np.empty(min(_BLOCK, max(1, c1 - c0)))
         lanes = np.empty(_LANES)
         worst = np.zeros(K)
         fails = np.zeros(K, np.int64)
         live = np.zeros(K, np.bool_)
-        for gi in range(task * per, min(b * m, task * per + per)):
-            g = gi // m
-            i = gi - g * m
+        for i in range(r0, min(m, r0 + _ROWS)):
             ni, rFi, ei = float(nA[g, i]), rF[g, i], e[g, i]
             general = ei + fmax[g] - 1075 > -100 or fill_bound
             for q in range(K):
@@ -262,11 +269,11 @@ def componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, rat
                 fails[q] = 0
             if ni == 0.0 and live[0]:  # an all-zero row: exact zeros
                 if fill_ratio:
-                    ratio[g, i, :] = 0.0
+                    ratio[g, i, c0:c1] = 0.0
                 if fill_bound:
-                    bound[g, i, :] = 0.0
-            for j0 in range(0, n if ni > 0.0 else 0, width):  # the counts share a block of G
-                j1 = min(n, j0 + width)
+                    bound[g, i, c0:c1] = 0.0
+            for j0 in range(c0, c1 if ni > 0.0 else c0, buf.shape[0]):
+                j1 = min(c1, j0 + buf.shape[0])  # the counts share a block of G
                 J0, J1 = np.uint64(j0), np.uint64(j1)
                 for q in range(K):
                     if not live[q]:
@@ -287,8 +294,17 @@ def componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, rat
                     if probe[q] and fails[q] > 0:
                         live[q] = False  # this count's answer is known: the row stops
             for q in range(K):
-                rowmax[q, g, i] = worst[q]
-                rowfail[q, g, i] = fails[q]
+                partmax[q, g, c, i] = worst[q]
+                partfail[q, g, c, i] = fails[q]
                 if probe[q] and fails[q] > 0:
                     found[q, g] = True
+    rowmax = np.zeros((K, b, m))
+    rowfail = np.zeros((K, b, m), np.int64)
+    for g in nb.prange(b):
+        for q in range(K):
+            for c in range(nchunks):
+                for i in range(m):
+                    v = partmax[q, g, c, i]
+                    rowmax[q, g, i] = v if v > rowmax[q, g, i] else rowmax[q, g, i]
+                    rowfail[q, g, i] += partfail[q, g, c, i]
     return rowmax, rowfail

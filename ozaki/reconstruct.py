@@ -83,32 +83,36 @@ def _scale(o, hi, lo, k, si, sc):
 
 @nb.njit(inline="always")
 def _level_sums(S, F, W):
-    """``S[l] = sum_t W[t, l] F[t]`` over the task's entries, two moduli a pass.
+    """``S[l] = sum_t W[t, l] F[t]`` over the task's entries, four moduli a pass.
 
     Every partial sum of ``sum_t W[t, l] C_t`` is exact in any order
-    (:mod:`ozaki.moduli`), so pairing the terms changes no value; starting
+    (:mod:`ozaki.moduli`), so grouping the terms changes no value; starting
     from ``0.0`` keeps a zero sum ``+0.0``, as the one-by-one sum has it.
     """
     N, L = W.shape
     e = F.shape[1]
     for lv in range(L):
         Sl = S[lv]
-        t0 = N % 2
-        if t0:
-            w0 = W[0, lv]
-            F0 = F[0]
+        for k in range(e):
+            Sl[k] = 0.0
+        t = 0
+        while t + 4 <= N:
+            w0, w1, w2, w3 = W[t, lv], W[t + 1, lv], W[t + 2, lv], W[t + 3, lv]
+            F0, F1, F2, F3 = F[t], F[t + 1], F[t + 2], F[t + 3]
             for k in range(e):
-                Sl[k] = 0.0 + w0 * F0[k]
-        else:
-            for k in range(e):
-                Sl[k] = 0.0
-        for t in range(t0, N, 2):
-            w0 = W[t, lv]
-            w1 = W[t + 1, lv]
-            F0 = F[t]
-            F1 = F[t + 1]
+                Sl[k] += (w0 * F0[k] + w1 * F1[k]) + (w2 * F2[k] + w3 * F3[k])
+            t += 4
+        if t + 2 <= N:
+            w0, w1 = W[t, lv], W[t + 1, lv]
+            F0, F1 = F[t], F[t + 1]
             for k in range(e):
                 Sl[k] += w0 * F0[k] + w1 * F1[k]
+            t += 2
+        if t < N:
+            w0 = W[t, lv]
+            F0 = F[t]
+            for k in range(e):
+                Sl[k] += w0 * F0[k]
 
 
 #: Entries per task: its level sums stay in L1.
