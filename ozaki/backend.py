@@ -297,17 +297,17 @@ class CPUBackend:
         """Gauss: ``out[..., :n] = smod(P1 - P2)``, ``out[..., n:] = smod(P3 - P1 - P2)``
         (``|P| <= bound``)."""
         pf, pinv, c26 = modular_constants(p)
-        flat = self._out(out)
         with self.lock:
             reconstruct.complex_residues(self._flat(p1), self._flat(p2), self._flat(p3),
-                                         pf, pinv, c26, _short(bound), flat[:, :n],
-                                         flat[:, n:])
+                                         pf, pinv, c26, _short(bound), self._out(out))
 
-    def add_mod(self, x, y, p: int, out) -> np.ndarray:
-        """``out = smod(x + y, p)`` for residues ``x``, ``y`` (exact)."""
+    def add_halves(self, x, axis: int, p: int, out) -> np.ndarray:
+        """``out = smod(x_1 + x_2, p)`` for the halves of the residue planes ``x``
+        (b, r, c) along ``axis`` (-1: columns, -2: rows), exact."""
+        x = np.ascontiguousarray(x)
+        half = x.shape[axis] // 2
         with self.lock:
-            reconstruct.add_residues(self._flat(x), self._flat(y), float(p), 1.0 / p,
-                                     self._out(out))
+            reconstruct.add_halves(x, half, axis == -2, float(p), 1.0 / p, out)
         return out
 
     def reconstruct(self, store, plan, s, t, out, c0: int = 0, products: bool = False,

@@ -17,7 +17,7 @@ import numpy as np
 from .kernels import _CACHE, CHUNK_TASKS, POW2, _rint, row_tiles, smod_product, smod_short
 
 __all__ = ["ldexp", "reconstruct", "reconstruct_serial", "reduce_into", "store_residues",
-           "add_residues", "complex_residues"]
+           "add_halves", "complex_residues"]
 
 @nb.njit(inline="always")
 def ldexp(y, e):
@@ -226,28 +226,47 @@ def store_residues(prod, p, pinv, c26, out, short):
 
 
 @nb.njit(parallel=True, cache=_CACHE)
-def add_residues(x, y, p, pinv, out):
-    """``out = smod(x + y, p)``: ``|x + y| <= p - 1``, exact (one short reduction)."""
-    m, n = out.shape
-    for i in nb.prange(m):
-        for j in range(n):
-            out[i, j] = smod_short(x[i, j] + y[i, j], p, pinv)
+def add_halves(X, half, along_rows, p, pinv, out):
+    """``out = smod(X_1 + X_2, p)`` for the two halves of residue planes ``X`` (b, r, c).
+
+    The halves are ``X[:, :, :half]`` and ``X[:, :, half:]`` (columns), or with
+    ``along_rows`` ``X[:, :half]`` and ``X[:, half:]``; ``out`` has a half's shape.
+    Both read as contiguous row views, so the loop vectorises whatever the split.
+    ``|x_1 + x_2| <= p - 1``: exact, one short reduction.
+    """
+    b, r, c = out.shape
+    h = np.uint64(half)
+    for gi in nb.prange(b * r):
+        g = gi // r
+        i = gi - g * r
+        o = out[g, i]
+        x1 = X[g, i]
+        if along_rows:
+            x2 = X[g, i + half]
+            for j in range(c):
+                o[j] = smod_short(x1[j] + x2[j], p, pinv)
+        else:  # unsigned indices: no negative-index fix-ups in the way of SIMD
+            for j in range(np.uint64(c)):
+                o[j] = smod_short(x1[j] + x1[h + j], p, pinv)
 
 
 @nb.njit(parallel=True, cache=_CACHE)
-def complex_residues(p1, p2, p3, p, pinv, c26, short, out_re, out_im):
-    """Gauss/Karatsuba combination of three exact modular products.
+def complex_residues(p1, p2, p3, p, pinv, c26, short, out):
+    """Gauss/Karatsuba combination of three exact modular products (n columns each).
 
     ``P1 = Ar Br``, ``P2 = Ai Bi``, ``P3 = (Ar + Ai)(Br + Bi)`` (integers up to
     ``2**53``, ``2**52`` with ``short``: :func:`ozaki.kernels.smod_product`) are reduced
     first, so every sum below is of residues (``|r| <= p/2``) and exact:
-    ``Re = smod(r1 - r2)``, ``Im = smod(r3 - r1 - r2)``, each one short reduction.
+    ``Re = smod(r1 - r2)`` into ``out[:, :n]``, ``Im = smod(r3 - r1 - r2)`` into
+    ``out[:, n:]``, each one short reduction (``out`` (rows, 2n) whole: its rows are
+    contiguous, so the loop vectorises).
     """
-    m, n = out_re.shape
+    m, n = p1.shape
     for i in nb.prange(m):
+        o = out[i]
         for j in range(n):
             r1 = smod_product(p1[i, j], p, pinv, c26, short)
             r2 = smod_product(p2[i, j], p, pinv, c26, short)
             r3 = smod_product(p3[i, j], p, pinv, c26, short)
-            out_re[i, j] = smod_short(r1 - r2, p, pinv)
-            out_im[i, j] = smod_short(r3 - r1 - r2, p, pinv)
+            o[j] = smod_short(r1 - r2, p, pinv)
+            o[n + j] = smod_short(r3 - r1 - r2, p, pinv)
