@@ -227,15 +227,16 @@ class CPUBackend:
         return (op.plane(out), acc.astype(np.float64)) if sums else op.plane(out)
 
     def residues(self, op: Operand, shift: np.ndarray, moduli, out: np.ndarray,
-                 split: bool, cols: tuple[int, int] | None = None) -> np.ndarray:
+                 split: int, cols: tuple[int, int] | None = None) -> np.ndarray:
         """Symmetric residues of ``trunc(x 2**shift)`` mod each of ``moduli`` into ``out``.
 
         ``out`` has shape ``(L,) + `` the bits' layout of the block (``L`` moduli);
         ``cols = (j0, j1)`` restricts a right operand to its columns ``j0:j1``
-        (``shift`` stays the whole one). ``split``: every scaled magnitude is
-        below ``2**88`` (:func:`ozaki.residues.fits_split`), so the fast pass
-        serves all ``L`` moduli in one read of the operand. Returns the planes in
-        the product's shape (L, b, rows, cols).
+        (``shift`` stays the whole one). ``split``, from
+        :func:`ozaki.residues.fits_split`: 3 or 4 when every scaled magnitude is
+        below ``2**66`` or ``2**88``, and the fast pass, with that many digits,
+        serves all ``L`` moduli in one read of the operand; 0 for the general
+        pass. Returns the planes in the product's shape (L, b, rows, cols).
         """
         bits, j0 = op.bits, 0
         if cols is not None:
@@ -249,7 +250,7 @@ class CPUBackend:
             r1, r2 = residues.split_factors(srow)
             c1, c2 = residues.split_factors(scol)
             args = (bits.view(np.float64), j0, r1, r2, c1, c2,
-                    residues.split_constants(tuple(moduli)), out)
+                    residues.split_constants(tuple(moduli)), out, int(split))
             if self._serial():
                 residues.split_residues_serial(*args)
             else:

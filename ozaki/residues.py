@@ -8,7 +8,8 @@ thread per output entry, no fastmath) produce the same values:
   most). It stays in FP64 arithmetic: the scaled value is formed by two exact
   power-of-two multiplications, truncated, and split into four 22-bit digits,
   ``y = y3 2**66 + y2 2**44 + y1 2**22 + y0``; the residue of each modulus is
-  ``smod(y3 c66 + y2 c44 + y1 c22 + y0)`` with constants ``c_e = 2**e mod p``.
+  ``smod(y3 c66 + y2 c44 + y1 c22 + y0)`` with constants ``c_e = 2**e mod p``
+  (three digits, without ``y3``, where every magnitude is below ``2**66``).
   No table lookups and no integer conversions, so the loops vectorise, and one
   pass reads the operand once for a whole group of moduli.
 * :func:`gather_residues`, the general one (any scaled magnitude, one modulus),
@@ -41,15 +42,17 @@ _D66 = 2.0 ** 66
 TILE = 512
 
 
-def fits_split(E: np.ndarray, zero: np.ndarray, shift: np.ndarray) -> bool:
-    """Whether every scaled line ``|x| 2**shift < 2**(E + shift)`` is below ``2**88``.
+def fits_split(E: np.ndarray, zero: np.ndarray, shift: np.ndarray) -> int:
+    """The 22-bit digits :func:`split_residues` needs, or 0 where it does not apply.
 
-    ``E``, ``zero`` (lines' exponents, :func:`ozaki.scaling.exponents`) and
-    ``shift`` broadcast against each other, shape (b, lines). All-zero lines
-    always fit (their entries are zeros or non-finite).
+    Every scaled line ``|x| 2**shift < 2**(E + shift)`` below ``2**66`` takes
+    three digits, below ``2**88`` four; above, 0 (the general pass). ``E``,
+    ``zero`` (lines' exponents, :func:`ozaki.scaling.exponents`) and ``shift``
+    broadcast against each other, shape (b, lines). All-zero lines always fit
+    (their entries are zeros or non-finite).
     """
-    top = np.where(zero, 0, E + shift)
-    return bool(top.max(initial=0) <= SPLIT_LIMIT)
+    top = int(np.where(zero, 0, E + shift).max(initial=0))
+    return 3 if top <= 3 * 22 else 4 if top <= SPLIT_LIMIT else 0
 
 
 def split_factors(shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -95,7 +98,12 @@ def _digit_residue(y3, y2, y1, y0, p, pinv, c22, c44, c66, hi, lo):
     applies; ``+ 0.0`` turns a ``-0.0`` into ``0.0``. Written with selects (no
     branches), so it vectorises.
     """
-    z = ((y3 * c66 + y2 * c44) + y1 * c22) + y0
+    return _reduced(((y3 * c66 + y2 * c44) + y1 * c22) + y0, p, pinv, hi, lo)
+
+
+@nb.njit(inline="always")
+def _reduced(z, p, pinv, hi, lo):
+    """``smod(z, p)`` for an integer ``|z| < 2**45`` (see :func:`_digit_residue`)."""
     r = z - p * _rint(z * pinv)
     r = r - p if r > hi else r
     r = r + p if r < lo else r
@@ -103,11 +111,11 @@ def _digit_residue(y3, y2, y1, y0, p, pinv, c22, c44, c66, hi, lo):
 
 
 @nb.njit(inline="always")
-def _split_chunk(c, X, j0, r1, r2, c1, c2, consts, out):
+def _split_chunk(c, X, j0, r1, r2, c1, c2, consts, out, nd):
     """Chunk ``c`` of :func:`split_residues`: its tasks, each a tile of ``per`` rows, all moduli.
 
-    Each entry's digits are formed once (into the chunk's scratch, in L1) and
-    then reduced by every modulus.
+    Each entry's ``nd`` digits (3 or 4) are formed once (into the chunk's
+    scratch, in L1) and then reduced by every modulus.
     """
     L, b, m, w = out.shape
     bx = X.shape[0]
@@ -134,12 +142,14 @@ def _split_chunk(c, X, j0, r1, r2, c1, c2, consts, out):
             for j in range(n):
                 y = ((x[j] * a1) * a2) * f1[j] * f2[j]
                 y = np.trunc(y) if abs(y) < _FINITE else 0.0
-                y3 = np.trunc(y * (1.0 / _D66))
-                y = y - y3 * _D66
+                if nd == 4:  # (the branch is the same for the whole loop)
+                    y3 = np.trunc(y * (1.0 / _D66))
+                    y = y - y3 * _D66
+                    d3[j] = y3
                 y2 = np.trunc(y * (1.0 / _D44))
                 y = y - y2 * _D44
                 y1 = np.trunc(y * (1.0 / _D22))
-                d3[j], d2[j], d1[j], d0[j] = y3, y2, y1, y - y1 * _D22
+                d2[j], d1[j], d0[j] = y2, y1, y - y1 * _D22
             for q in range(L):
                 p = consts[q, 0]
                 pinv = 1.0 / p
@@ -149,13 +159,17 @@ def _split_chunk(c, X, j0, r1, r2, c1, c2, consts, out):
                 hi = np.floor((p - 1.0) * 0.5)
                 lo = hi - p + 1.0
                 o = out[q, g, i, t0:t1]
-                for j in range(n):
-                    o[j] = _digit_residue(d3[j], d2[j], d1[j], d0[j], p, pinv, c22, c44, c66,
-                                          hi, lo)
+                if nd == 4:
+                    for j in range(n):
+                        o[j] = _digit_residue(d3[j], d2[j], d1[j], d0[j], p, pinv, c22, c44,
+                                              c66, hi, lo)
+                else:  # y3 = 0: the same exact sum without its term
+                    for j in range(n):
+                        o[j] = _reduced((d2[j] * c44 + d1[j] * c22) + d0[j], p, pinv, hi, lo)
 
 
 @nb.njit(parallel=True, cache=_CACHE)
-def split_residues(X, j0, r1, r2, c1, c2, consts, out):
+def split_residues(X, j0, r1, r2, c1, c2, consts, out, nd):
     """``out[q, g, i, j] = smod(trunc(x_gi(j0+j) 2**(s_gi + t_gj)), p_q)`` for ``|.| < 2**88``.
 
     ``X`` (bx, r, c) float64 with ``bx`` 1 (shared) or ``b``; the row factors
@@ -167,18 +181,19 @@ def split_residues(X, j0, r1, r2, c1, c2, consts, out):
     :func:`split_constants`. The digits: ``y3 = trunc(y 2**-66)`` is an integer
     below ``2**22``; ``y - y3 2**66`` has the sign of ``y``, is at most ``|y|``
     in magnitude and a multiple of ``ulp(y)`` (both terms are), so it is a
-    double and the subtraction exact; likewise the lower splits. Non-finite
-    products map to 0 by one select.
+    double and the subtraction exact; likewise the lower splits. ``nd``
+    (:func:`fits_split`) is 3 when every ``|y| < 2**66``: then ``y3 = 0`` and
+    the pass skips it. Non-finite products map to 0 by one select.
     """
     for c in nb.prange(row_tiles(out.shape[1] * out.shape[2], out.shape[3], TILE)[3]):
-        _split_chunk(c, X, j0, r1, r2, c1, c2, consts, out)
+        _split_chunk(c, X, j0, r1, r2, c1, c2, consts, out, nd)
 
 
 @nb.njit(nogil=True, cache=_CACHE)
-def split_residues_serial(X, j0, r1, r2, c1, c2, consts, out):
+def split_residues_serial(X, j0, r1, r2, c1, c2, consts, out, nd):
     """:func:`split_residues` on the calling thread, without the GIL (no threading layer)."""
     for c in range(row_tiles(out.shape[1] * out.shape[2], out.shape[3], TILE)[3]):
-        _split_chunk(c, X, j0, r1, r2, c1, c2, consts, out)
+        _split_chunk(c, X, j0, r1, r2, c1, c2, consts, out, nd)
 
 
 @nb.njit(parallel=True, cache=_CACHE)

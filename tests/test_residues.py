@@ -29,10 +29,14 @@ def both(X, shift, moduli, outer=0, cols=None):
     E, zero = exponents(BACKEND.line_stats(op)[0])
     sub = shift if cols is None else shift[:, cols[0]:cols[1]]
     Eb, zb = (E, zero) if cols is None else (E[:, cols[0]:cols[1]], zero[:, cols[0]:cols[1]])
-    if not residues.fits_split(Eb, zb, sub):
+    digits = residues.fits_split(Eb, zb, sub)
+    if not digits:
         return gather, None
-    out_s = np.empty((len(moduli),) + lay)
-    return gather, BACKEND.residues(op, shift, moduli, out_s, True, cols)
+    split = BACKEND.residues(op, shift, moduli, np.empty((len(moduli),) + lay), digits, cols)
+    if digits == 3:  # four digits (the leading one 0) give the same residues
+        four = BACKEND.residues(op, shift, moduli, np.empty((len(moduli),) + lay), 4, cols)
+        assert np.array_equal(four, split)
+    return gather, split
 
 
 @given(st.lists(finite, min_size=1, max_size=24), st.integers(-1100, 1100),
@@ -128,5 +132,24 @@ def test_split_constants_are_checked_and_shared():
 def test_fits_split_limit():
     E = np.array([[80, 10]])
     zero = np.array([[False, True]])
-    assert residues.fits_split(E, zero, np.array([[8, 500]]))  # zero lines always fit
-    assert not residues.fits_split(E, zero, np.array([[9, 0]]))
+    assert residues.fits_split(E, zero, np.array([[8, 500]])) == 4  # zero lines always fit
+    assert residues.fits_split(E, zero, np.array([[9, 0]])) == 0
+    # three 22-bit digits hold magnitudes below 2**66, four below 2**88
+    assert residues.fits_split(E, zero, np.array([[-14, 0]])) == 3
+    assert residues.fits_split(E, zero, np.array([[-13, 0]])) == 4
+
+
+@given(st.lists(finite.filter(lambda v: v != 0), min_size=1, max_size=12),
+       st.integers(0, 30))
+def test_three_digits_serve_magnitudes_below_2_66(xs, below):
+    # the row's largest magnitude just under 2**(66 - below): three digits
+    top = max(math.frexp(abs(x))[1] for x in xs)
+    shift = 66 - below - top
+    moduli = MODULI["fp64"][:6] + MODULI["int8"][:3]
+    op = Operand(np.array([[xs]]), 0)
+    E, zero = exponents(BACKEND.line_stats(op)[0])
+    assert residues.fits_split(E, zero, np.array([[shift]])) == 3
+    gather, split = both(np.array([[xs]]), np.array([[shift]]), moduli)
+    assert np.array_equal(gather, split)
+    for q, p in enumerate(moduli):
+        assert list(split[q, 0, 0]) == [sym(trunc_scaled(x, shift), p) for x in xs]
