@@ -208,6 +208,11 @@ class CPUBackend:
         with self.lock:
             return kernels.absmax_bits(op.bits, op.axis)
 
+    def line_norms(self, op: Operand, h: int):
+        """:meth:`line_stats` and :meth:`norm_sums` at ``shift = h - E`` in one read of ``op``."""
+        with self.lock:
+            return kernels.line_norms(op.bits, op.axis, h)
+
     def norm_sums(self, op: Operand, shift: np.ndarray):
         """Exact ``(sum F**2, sum F)`` per line of ``F = floor(|x| 2**shift)`` (int64)."""
         with self.lock:

@@ -24,7 +24,8 @@ import numpy as np
 from .kernels import _CACHE, POW2, column_chunk, column_chunks
 from .reconstruct import ldexp
 
-__all__ = ["upper", "upper_rowmax", "upper_scaled_colmax", "componentwise_ratios"]
+__all__ = ["upper", "upper_rowmax", "upper_scaled_colmax", "componentwise_ratios",
+           "normwise_maxima"]
 
 #: Columns of a row that a pass forms in a scratch block before reducing them.
 _BLOCK = 1024
@@ -308,3 +309,31 @@ def componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, rat
                     rowmax[q, g, i] = v if v > rowmax[q, g, i] else rowmax[q, g, i]
                     rowfail[q, g, i] += partfail[q, g, c, i]
     return rowmax, rowfail
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def normwise_maxima(E, zero, lo2, hi1, shift):
+    """Fast mode: per slice ``max x`` and ``max alpha`` of :meth:`ozaki.certify.Normwise.terms`.
+
+    ``x = 2**-(shift + E) / lo2`` and ``alpha = hi1 / lo2`` on nonzero lines, 0 on
+    zero lines (all (b, lines)); the same IEEE operations as the numpy form
+    (``ldexp`` of 1 is exact or, out of range, the same 0 or inf), and maxima do
+    not depend on the order. One pass, no temporaries; NaN propagates as in
+    ``np.max``.
+    """
+    b, n = E.shape
+    xm = np.zeros(b)
+    am = np.zeros(b)
+    for g in nb.prange(b):
+        bx = 0.0 if n == 0 else -np.inf
+        ba = bx
+        for j in range(n):
+            x, a = 0.0, 0.0
+            if not zero[g, j]:
+                lo = lo2[g, j]
+                x = ldexp(1.0, -(shift[g, j] + E[g, j])) / lo
+                a = hi1[g, j] / lo
+            bx = x if x > bx or x != x else bx
+            ba = a if a > ba or a != a else ba
+        xm[g], am[g] = bx, ba
+    return xm, am

@@ -284,6 +284,11 @@ class Normwise:
         x = np.where(nz, np.ldexp(1.0, -(shift + self.E).astype(np.int64)) / lo, 0.0)
         return x, np.where(nz, self.hi1 / lo, 0.0)
 
+    def term_maxima(self, shift):
+        """Per slice ``(max x, max alpha)`` of :meth:`terms`, in one compiled pass."""
+        return bounds.normwise_maxima(self.E, self.zero, self.lo2, self.hi1,
+                                      np.broadcast_to(shift, self.E.shape))
+
     def smallest(self):
         """Per slice: the least ``E`` and ``lo2`` over nonzero lines (for the subnormal term)."""
         nz = ~self.zero
@@ -308,9 +313,7 @@ def normwise_ratio(na: Normwise, nb: Normwise, s, t, R, g2) -> np.ndarray:
     ``2**-1075`` (:func:`_sub_ratio`). The maximum over ``(i, j)`` is bounded by the
     products of the maxima: O(m + n). ``R``, ``g2`` (b,) per slice.
     """
-    x, alpha = na.terms(s)
-    y, beta = nb.terms(t)
-    xm, am, ym, bm = x.max(axis=1), alpha.max(axis=1), y.max(axis=1), beta.max(axis=1)
+    (xm, am), (ym, bm) = na.term_maxima(s), nb.term_maxima(t)
     ratio = xm * bm + ym * am + R * xm * ym
     (Ea, la), (Eb, lb) = na.smallest(), nb.smallest()
     live = (~na.zero).any(axis=1) & (~nb.zero).any(axis=1)

@@ -47,7 +47,8 @@ def _stacked(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: i
     def side(X, outer):
         if isinstance(X, PreparedOperand):
             return X.stack(complex_, opts.backend)
-        return Prepared(Operand(embed(X, outer) if complex_ else X, outer), opts.backend)
+        return Prepared(Operand(embed(X, outer) if complex_ else X, outer), opts.backend,
+                        norms=opts.mode == "fast")
 
     width = 2 if complex_ else 1
     with opts.backend.sized(b * width * max(m * k, k * n, m * n)):

@@ -25,6 +25,8 @@ import threading
 import numba as nb
 import numpy as np
 
+from .scaling import line_exponent
+
 _CACHE = True
 
 #: OpenMP wait policy that numba's worker threads start with, unless the process
@@ -176,6 +178,36 @@ def column_chunk(task, nchunks, n, width):
     return g, j0, min(n, j0 + width)
 
 
+@nb.njit(inline="always")
+def _row_stats(row):
+    """``(maxbits, nonfinite count, nonzeros)`` of one row of bits (see :func:`absmax_bits`)."""
+    bb = 0
+    f = 0
+    c = 0
+    for j in range(row.shape[0]):
+        a = row[j] & 0x7FFFFFFFFFFFFFFF
+        fin = a < 0x7FF0000000000000
+        f += not fin
+        c += fin & (a > 0)
+        v = a if fin else 0
+        bb = v if v > bb else bb
+    return bb, f, c
+
+
+@nb.njit(inline="always")
+def _chunk_stats(Xg, j0, j1, bg, fg, cg):
+    """:func:`_row_stats` of the columns ``j0:j1`` of the slice ``Xg``, into ``bg``, ``fg``, ``cg``."""
+    for i in range(Xg.shape[0]):
+        row = Xg[i]
+        for j in range(np.uint64(j0), np.uint64(j1)):
+            a = row[j] & 0x7FFFFFFFFFFFFFFF
+            fin = a < 0x7FF0000000000000
+            fg[j] |= not fin
+            cg[j] += fin & (a > 0)
+            v = a if fin else 0
+            bg[j] = v if v > bg[j] else bg[j]
+
+
 @nb.njit(parallel=True, cache=_CACHE)
 def absmax_bits(X, axis):
     """Largest ``|x|`` bits over finite entries along rows (axis 0) or columns (1).
@@ -196,34 +228,13 @@ def absmax_bits(X, axis):
         for gi in nb.prange(b * m):
             g = gi // m
             i = gi - g * m
-            row = X[g, i]
-            bb = 0
-            f = 0
-            c = 0
-            for j in range(k):
-                a = row[j] & 0x7FFFFFFFFFFFFFFF
-                fin = a < 0x7FF0000000000000
-                f += not fin
-                c += fin & (a > 0)
-                v = a if fin else 0
-                bb = v if v > bb else bb
-            best[g, i] = bb
+            best[g, i], f, nnz[g, i] = _row_stats(X[g, i])
             bad[g, i] = f > 0
-            nnz[g, i] = c
     else:
         width, nchunks = column_chunks(k)
         for gc in nb.prange(b * nchunks):
             g, j0, j1 = column_chunk(gc, nchunks, k, width)
-            bg, fg, cg = best[g], bad[g], nnz[g]
-            for i in range(m):
-                row = X[g, i]
-                for j in range(np.uint64(j0), np.uint64(j1)):
-                    a = row[j] & 0x7FFFFFFFFFFFFFFF
-                    fin = a < 0x7FF0000000000000
-                    fg[j] |= not fin
-                    cg[j] += fin & (a > 0)
-                    v = a if fin else 0
-                    bg[j] = v if v > bg[j] else bg[j]
+            _chunk_stats(X[g], j0, j1, best[g], bad[g], nnz[g])
     return best, bad, nnz
 
 
@@ -315,6 +326,30 @@ def quantize_down(X, srow, scol, out, sums, axis):
             sums[g, i] = acc
 
 
+@nb.njit(inline="always")
+def _row_norms(row, E):
+    """``(sum F**2, sum F)`` of ``F = floor(|x| 2**E)`` along one row of bits."""
+    a2 = 0
+    a1 = 0
+    for j in range(row.shape[0]):
+        f = _quantized(row[j], E)
+        a2 += f * f
+        a1 += f
+    return a2, a1
+
+
+@nb.njit(inline="always")
+def _chunk_norms(Xg, j0, j1, E, a2, a1):
+    """:func:`_row_norms` of the columns ``j0:j1`` of ``Xg``, shifts ``E`` (the chunk's),
+    into ``a2``, ``a1`` (the chunk's)."""
+    for i in range(Xg.shape[0]):
+        row = Xg[i, j0:j1]
+        for j in range(j1 - j0):
+            f = _quantized(row[j], E[j])
+            a2[j] += f * f
+            a1[j] += f
+
+
 @nb.njit(parallel=True, cache=_CACHE)
 def norm_sums(X, shift, axis):
     """Exact integer sums of floors ``F = floor(|x| 2**shift)`` along rows (0) or columns (1).
@@ -333,27 +368,53 @@ def norm_sums(X, shift, axis):
         for gi in nb.prange(b * m):
             g = gi // m
             i = gi - g * m
-            row = X[g, i]
-            E = shift[g, i]
-            a2 = 0
-            a1 = 0
-            for j in range(k):
-                f = _quantized(row[j], E)
-                a2 += f * f
-                a1 += f
-            s2[g, i] = a2
-            s1[g, i] = a1
+            s2[g, i], s1[g, i] = _row_norms(X[g, i], shift[g, i])
     else:
         width, nchunks = column_chunks(k)
         for gc in nb.prange(b * nchunks):
             g, j0, j1 = column_chunk(gc, nchunks, k, width)
-            E = shift[g, j0:j1]
-            a2 = s2[g, j0:j1]
-            a1 = s1[g, j0:j1]
-            for i in range(m):
-                row = X[g, i, j0:j1]
-                for j in range(j1 - j0):
-                    f = _quantized(row[j], E[j])
-                    a2[j] += f * f
-                    a1[j] += f
+            _chunk_norms(X[g], j0, j1, shift[g, j0:j1], s2[g, j0:j1], s1[g, j0:j1])
     return s2, s1
+
+
+@nb.njit(inline="always")
+def _norm_shift(maxbits, h):
+    """``h - E`` of a line (0 on an all-zero line), ``E`` of :func:`ozaki.scaling.exponents`."""
+    return 0 if maxbits == 0 else h - line_exponent(maxbits)
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def line_norms(X, axis, h):
+    """:func:`absmax_bits` and :func:`norm_sums` at ``h`` in one read of each line.
+
+    The sums floor each line at ``shift = h - E`` from the maximum just found
+    (0 on an all-zero line), the shifts :func:`ozaki.pipeline` gives
+    :func:`norm_sums`: the same exact integers as the two passes, the second
+    read from cache (a row, or a chunk of columns). Returns
+    ``(maxbits, nonfinite, nonzeros, S2, S1)``, each (b, lines).
+    """
+    b, m, k = X.shape
+    n_out = m if axis == 0 else k
+    best = np.zeros((b, n_out), np.int64)
+    bad = np.zeros((b, n_out), np.bool_)
+    nnz = np.zeros((b, n_out), np.int64)
+    s2 = np.zeros((b, n_out), np.int64)
+    s1 = np.zeros((b, n_out), np.int64)
+    if axis == 0:
+        for gi in nb.prange(b * m):
+            g = gi // m
+            i = gi - g * m
+            row = X[g, i]
+            bb, f, nnz[g, i] = _row_stats(row)
+            best[g, i], bad[g, i] = bb, f > 0
+            s2[g, i], s1[g, i] = _row_norms(row, _norm_shift(bb, h))
+    else:
+        width, nchunks = column_chunks(k)
+        for gc in nb.prange(b * nchunks):
+            g, j0, j1 = column_chunk(gc, nchunks, k, width)
+            _chunk_stats(X[g], j0, j1, best[g], bad[g], nnz[g])
+            E = np.empty(j1 - j0, np.int64)
+            for j in range(j1 - j0):
+                E[j] = _norm_shift(best[g, j0 + j], h)
+            _chunk_norms(X[g], j0, j1, E, s2[g, j0:j1], s1[g, j0:j1])
+    return best, bad, nnz, s2, s1

@@ -61,7 +61,8 @@ class Prepared:
     """An operand with the data that depend on it alone.
 
     ``op`` is the :class:`~ozaki.backend.Operand`; ``lines`` its exact line
-    data. A kept operand (``keep``, what :func:`ozaki.prepare` makes) also keeps
+    data (with ``norms``, also its fast-mode norm sums, formed in the same read).
+    A kept operand (``keep``, what :func:`ozaki.prepare` makes) also keeps
     its accurate-mode floors (``floors[r]``) and fast-mode norm sums
     (``norms[h]``) across calls, and with ``keep_residues`` the residue planes
     of the shifts it was last used with (one set per modulus and chunk,
@@ -69,12 +70,19 @@ class Prepared:
     products against it give the bits of unprepared calls.
     """
 
-    def __init__(self, op: Operand, backend, keep: bool = False, keep_residues: bool = False):
+    def __init__(self, op: Operand, backend, keep: bool = False, keep_residues: bool = False,
+                 norms: bool = False):
         self.op = op
         self.backend = backend
-        self.lines = decisions.Lines(*backend.line_stats(op))
         self.floors: dict[int, np.ndarray] = {}
         self.norms: dict[int, decisions.Norms] = {}
+        if norms:  # fast mode's norm sums in the same read of the operand
+            h = scaling.norm_bits(op.inner)
+            *stats, S2, S1 = backend.line_norms(op, h)
+            self.lines = decisions.Lines(*stats)
+            self.norms[h] = decisions.Norms(h, S2, S1)
+        else:
+            self.lines = decisions.Lines(*backend.line_stats(op))
         self.residues: dict[tuple, tuple[bytes, np.ndarray]] = {}
         self.keep = keep
         self.keep_residues = keep and keep_residues

@@ -45,8 +45,8 @@ __all__ = ["exponents", "half_fit", "fit", "quantization_bits", "norm_bits", "fa
 _UNIT_BITS = {"fp8": 4, "int8": 6, "fp64": 20}
 
 
-@nb.vectorize(["int64(int64)"], cache=True)
-def _line_exponent(maxbits):
+@nb.njit(inline="always")
+def line_exponent(maxbits):
     """``E`` of :func:`exponents` for one line (0 on an all-zero line)."""
     ex = maxbits >> 52
     if maxbits == 0:
@@ -54,6 +54,11 @@ def _line_exponent(maxbits):
     if ex > 0:
         return ex - 1022
     return math.frexp(float(maxbits))[1] - 1074  # mant < 2**52: exact in FP64
+
+
+@nb.vectorize(["int64(int64)"], cache=True)
+def _line_exponent(maxbits):
+    return line_exponent(maxbits)
 
 
 def exponents(maxbits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

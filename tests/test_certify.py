@@ -4,8 +4,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 import ozaki
+from ozaki import certify
 from ozaki.certify import CertificationError
 from validation.reference import exact_matmul, fraction_matmul, test_matrix
 
@@ -276,3 +278,20 @@ def test_fused_certificates_equal_separate_ones(scheme, rng):
         want = certify.componentwise(be, *data, scheme, c)
         for name in ("num_moduli", "sigma", "tau", "max_ratio", "uncertified"):
             assert np.array_equal(getattr(got, name), getattr(want, name)), name
+
+
+@given(st.integers(1, 3), st.integers(1, 40), st.integers(0, 2 ** 32))
+def test_normwise_term_maxima_are_the_maxima_of_the_terms(b, n, seed):
+    """The compiled maxima give the bits of the numpy terms' maxima, zero lines and
+    exponents out of the normal range (0 and inf terms) included."""
+    rng = np.random.default_rng(seed)
+    E = rng.integers(-1100, 1100, (b, n))
+    zero = rng.random((b, n)) < 0.3
+    lo2 = rng.random((b, n)) + 2.0 ** -30
+    nw = certify.Normwise(E, zero, lo2, 2 * lo2, rng.random((b, n)) * 64, 4 * lo2)
+    shift = rng.integers(-1100, 1100, (b, n))
+    with np.errstate(over="ignore"):
+        x, alpha = nw.terms(shift)
+    xm, am = nw.term_maxima(shift)
+    assert xm.tobytes() == x.max(axis=1).tobytes()
+    assert am.tobytes() == alpha.max(axis=1).tobytes()

@@ -93,6 +93,30 @@ def test_norm_sums_are_exact_integer_sums_of_floors(xs, h):
     assert (c2, c1) == (s2, s1)
 
 
+@given(st.integers(1, 5), st.integers(1, 9), st.integers(1, 700), st.integers(1, 20),
+       st.integers(0, 2 ** 32))
+def test_line_norms_are_the_line_stats_and_norm_sums_in_one_pass(b, r, c, h, seed):
+    """One read of each line gives the bits of :func:`absmax_bits` and of
+    :func:`norm_sums` at ``h - E`` (0 on all-zero lines), rows and columns,
+    with zero lines, non-finite and subnormal entries, and several column chunks."""
+    from ozaki.scaling import exponents
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((b, r, c)) * np.exp2(rng.integers(-1070, 1000, (b, r, c)))
+    X[rng.random((b, r, c)) < 0.2] = 0.0
+    X[:, 0] = 0.0  # an all-zero row
+    X[..., -1] = 0.0  # an all-zero column
+    X[rng.random((b, r, c)) < 0.01] = np.inf
+    X[rng.random((b, r, c)) < 0.01] = 5e-324
+    bits = X.view(np.int64)
+    for axis in (0, 1):
+        stats = kernels.absmax_bits(bits, axis)
+        E, zero = exponents(stats[0])
+        sums = kernels.norm_sums(bits, np.where(zero, 0, h - E).astype(np.int64), axis)
+        got = kernels.line_norms(bits, axis, h)
+        for x, y in zip(stats + sums, got):
+            assert x.dtype == y.dtype and np.array_equal(x, y)
+
+
 @given(st.integers(-2 ** 60, 2 ** 60), st.integers(-2300, 2300))
 def test_ldexp_rounds_once(y, e):
     """Against Python's correctly rounded ldexp, subnormal results included."""
