@@ -208,7 +208,6 @@ def _chunk_stats(Xg, j0, j1, bg, fg, cg):
             bg[j] = v if v > bg[j] else bg[j]
 
 
-@nb.njit(parallel=True, cache=_CACHE)
 def absmax_bits(X, axis):
     """Largest ``|x|`` bits over finite entries along rows (axis 0) or columns (1).
 
@@ -216,26 +215,10 @@ def absmax_bits(X, axis):
     output shape (b, r)) or its columns (axis 1, output (b, c)). Returns
     ``(maxbits, nonfinite, nonzeros)``: the int64 bit pattern of the largest
     finite magnitude (0 if none), a flag for any Inf or NaN, and the number of
-    finite nonzero entries: integer maxima and counts, exact in any order.
+    finite nonzero entries: integer maxima and counts, exact in any order
+    (the first pass of :func:`line_norms`, alone).
     """
-    b, m, k = X.shape
-    n_out = m if axis == 0 else k
-    best = np.zeros((b, n_out), np.int64)
-    bad = np.zeros((b, n_out), np.bool_)
-    nnz = np.zeros((b, n_out), np.int64)
-    # branch-free (selects) over unsigned column indices: the loops vectorise
-    if axis == 0:
-        for gi in nb.prange(b * m):
-            g = gi // m
-            i = gi - g * m
-            best[g, i], f, nnz[g, i] = _row_stats(X[g, i])
-            bad[g, i] = f > 0
-    else:
-        width, nchunks = column_chunks(k)
-        for gc in nb.prange(b * nchunks):
-            g, j0, j1 = column_chunk(gc, nchunks, k, width)
-            _chunk_stats(X[g], j0, j1, best[g], bad[g], nnz[g])
-    return best, bad, nnz
+    return line_norms(X, axis, 0)[:3]
 
 
 @nb.njit(inline="always")
@@ -385,21 +368,23 @@ def _norm_shift(maxbits, h):
 
 @nb.njit(parallel=True, cache=_CACHE)
 def line_norms(X, axis, h):
-    """:func:`absmax_bits` and :func:`norm_sums` at ``h`` in one read of each line.
+    """:func:`absmax_bits` and, for ``h > 0``, :func:`norm_sums` at ``h`` in one read of each line.
 
     The sums floor each line at ``shift = h - E`` from the maximum just found
     (0 on an all-zero line), the shifts :func:`ozaki.pipeline` gives
     :func:`norm_sums`: the same exact integers as the two passes, the second
     read from cache (a row, or a chunk of columns). Returns
-    ``(maxbits, nonfinite, nonzeros, S2, S1)``, each (b, lines).
+    ``(maxbits, nonfinite, nonzeros, S2, S1)``, each (b, lines) (``S2``, ``S1``
+    empty for ``h = 0``). Branch-free (selects) over unsigned column indices:
+    the loops vectorise.
     """
     b, m, k = X.shape
     n_out = m if axis == 0 else k
     best = np.zeros((b, n_out), np.int64)
     bad = np.zeros((b, n_out), np.bool_)
     nnz = np.zeros((b, n_out), np.int64)
-    s2 = np.zeros((b, n_out), np.int64)
-    s1 = np.zeros((b, n_out), np.int64)
+    s2 = np.zeros((b if h else 0, n_out if h else 0), np.int64)
+    s1 = np.zeros_like(s2)
     if axis == 0:
         for gi in nb.prange(b * m):
             g = gi // m
@@ -407,14 +392,16 @@ def line_norms(X, axis, h):
             row = X[g, i]
             bb, f, nnz[g, i] = _row_stats(row)
             best[g, i], bad[g, i] = bb, f > 0
-            s2[g, i], s1[g, i] = _row_norms(row, _norm_shift(bb, h))
+            if h:
+                s2[g, i], s1[g, i] = _row_norms(row, _norm_shift(bb, h))
     else:
         width, nchunks = column_chunks(k)
         for gc in nb.prange(b * nchunks):
             g, j0, j1 = column_chunk(gc, nchunks, k, width)
             _chunk_stats(X[g], j0, j1, best[g], bad[g], nnz[g])
-            E = np.empty(j1 - j0, np.int64)
-            for j in range(j1 - j0):
-                E[j] = _norm_shift(best[g, j0 + j], h)
-            _chunk_norms(X[g], j0, j1, E, s2[g, j0:j1], s1[g, j0:j1])
+            if h:
+                E = np.empty(j1 - j0, np.int64)
+                for j in range(j1 - j0):
+                    E[j] = _norm_shift(best[g, j0 + j], h)
+                _chunk_norms(X[g], j0, j1, E, s2[g, j0:j1], s1[g, j0:j1])
     return best, bad, nnz, s2, s1
