@@ -139,6 +139,9 @@ class BlasEngine(Engine):
             # SGEMM a tile of the product at a time, each tile converted into
             # ``out`` while in cache: no FP32 copy of a large product in memory
             X, Y = X.astype(np.float32, copy=False), Y.astype(np.float32, copy=False)
+            if max(X.ndim, Y.ndim, out.ndim) > 3:  # (the tiles index stacks of matrices)
+                out[...] = np.matmul(X, Y)
+                return
             for lead, rows, cols in _tiles(out.shape, 2 ** 19):
                 x = X[lead + (rows,)] if X.ndim > 2 and X.shape[0] > 1 else X[..., rows, :]
                 y = Y[lead + (slice(None), cols)] if Y.ndim > 2 and Y.shape[0] > 1 \

@@ -151,7 +151,8 @@ def test_blas_fp32_path_exact_on_its_limit(rng):
 @pytest.mark.parametrize("xs,ys", [((1, 64, 64), (1, 64, 20000)), ((3, 40, 30), (1, 30, 50)),
                                    ((1, 40, 30), (5, 30, 50)), ((2, 700, 30), (2, 30, 900)),
                                    ((700, 30), (30, 900)), ((2, 3, 5, 4), (2, 3, 4, 6)),
-                                   ((1, 1000, 64), (1, 64, 1000)), ((4, 300, 8), (1, 8, 2000))])
+                                   ((1, 1000, 64), (1, 64, 1000)), ((4, 300, 8), (1, 8, 2000)),
+                                   ((3, 1, 70, 9), (1, 2, 9, 80))])
 def test_blas_fp32_path_in_tiles_is_exact_into_strided_out(rng, xs, ys, monkeypatch):
     """The FP32 path runs a tile of the product at a time (small tiles here, so that
     batches, rows and columns are all cut) and converts each into ``out``, which
