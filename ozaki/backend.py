@@ -22,7 +22,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from . import bounds, kernels, reconstruct, residues
+from . import bounds, kernels, lines, reconstruct, residues
 from .engines import ENGINES, BlasEngine, Engine, get_engine
 
 __all__ = ["Operand", "CPUBackend", "get_backend", "pow2mod", "MAX_EXPONENT"]
@@ -206,17 +206,17 @@ class CPUBackend:
     def line_stats(self, op: Operand):
         """``(maxbits, nonfinite, nonzeros)`` per line, each of shape (b, lines)."""
         with self.lock:
-            return kernels.absmax_bits(op.bits, op.axis)
+            return lines.absmax_bits(op.bits, op.axis)
 
     def line_norms(self, op: Operand, h: int):
         """:meth:`line_stats` and :meth:`norm_sums` at ``shift = h - E`` in one read of ``op``."""
         with self.lock:
-            return kernels.line_norms(op.bits, op.axis, h)
+            return lines.line_norms(op.bits, op.axis, h)
 
     def norm_sums(self, op: Operand, shift: np.ndarray):
         """Exact ``(sum F**2, sum F)`` per line of ``F = floor(|x| 2**shift)`` (int64)."""
         with self.lock:
-            return kernels.norm_sums(op.bits, shift, op.axis)
+            return lines.norm_sums(op.bits, shift, op.axis)
 
     def quantize(self, op: Operand, shift: np.ndarray, out: np.ndarray, sums: bool = False):
         """Floors ``floor(|x| 2**shift)`` into ``out`` (bits' layout, any float dtype).
@@ -227,7 +227,7 @@ class CPUBackend:
         srow, scol = op._shifts(shift)
         acc = np.zeros((out.shape[0], op.lines) if sums else (0, 0), np.int64)
         with self.lock:
-            kernels.quantize_down(op.bits, srow, scol, out, acc, op.axis)
+            lines.quantize_down(op.bits, srow, scol, out, acc, op.axis)
         # integers below 2**53: exact in FP64
         return (op.plane(out), acc.astype(np.float64)) if sums else op.plane(out)
 

@@ -262,6 +262,30 @@ class Refinement:
         return float(ratio.max(initial=0.0)), int((ratio > 1).sum())
 
 
+def refinement(backend, A, B, rows, cols, la, lb, k, rF, cF, nA, nB) -> Refinement:
+    """Exact FP64 bound GEMMs of the failing rows of ``A`` (m, k) and columns of ``B``.
+
+    ``la``, ``lb``: the slice's :class:`ozaki.decisions.Lines`; ``rF``, ``cF``,
+    ``nA``, ``nB`` its coarse floor sums and nonzero counts (see :class:`Refinement`)."""
+    from .backend import Operand  # the operands of one slice's block
+    r = min(20, (53 - int(np.ceil(np.log2(max(k, 1))))) // 2 - 1)
+    (Ea, za), (Eb, zb) = la.exponents, lb.exponents
+    e = scaling.accurate_quantizers(Ea[rows], za[rows], r)
+    f = scaling.accurate_quantizers(Eb[cols], zb[cols], r)
+    Asub, Bsub = A[rows][None], B[:, cols][None]
+    oa, ob = Operand(Asub, 0), Operand(Bsub, 1)
+    FA = np.ascontiguousarray(backend.quantize(oa, e[None], np.empty(oa.layout(1)))[0])
+    FB = np.ascontiguousarray(backend.quantize(ob, f[None], np.empty(ob.layout(1)))[0])
+    exact = backend.exact_engine()
+    G = exact.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1)
+    with np.errstate(invalid="ignore"):
+        FA += (Asub[0] != 0) & np.isfinite(Asub[0])
+        FB += (Bsub[0] != 0) & np.isfinite(Bsub[0])
+    U = exact.matmul(FA, FB, 2 ** r, 2 ** r)
+    c = np.minimum(nA[rows][:, None], nB[cols][None, :]).astype(np.float64)
+    return Refinement(rows, cols, G, U, e, f, rF[rows], cF[cols], c)
+
+
 @dataclass
 class Normwise:
     """Per-line bounds of the normalised norms ``||x 2**-E||`` (fast mode), shape (b, lines).

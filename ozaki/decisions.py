@@ -254,27 +254,6 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
     return Bound(r, G, rF, np.concatenate((cF, cF), axis=-1)), e, f, (FA, FB)
 
 
-def refinement(backend, A, B, rows, cols, la: Lines, lb: Lines, k, rF, cF, nA, nB):
-    """Exact FP64 bound GEMMs of the failing rows of ``A`` (m, k) and columns of ``B``."""
-    from .backend import Operand  # the operands of one slice's block
-    r = min(20, (53 - int(np.ceil(np.log2(max(k, 1))))) // 2 - 1)
-    (Ea, za), (Eb, zb) = la.exponents, lb.exponents
-    e = scaling.accurate_quantizers(Ea[rows], za[rows], r)
-    f = scaling.accurate_quantizers(Eb[cols], zb[cols], r)
-    Asub, Bsub = A[rows][None], B[:, cols][None]
-    oa, ob = Operand(Asub, 0), Operand(Bsub, 1)
-    FA = np.ascontiguousarray(backend.quantize(oa, e[None], np.empty(oa.layout(1)))[0])
-    FB = np.ascontiguousarray(backend.quantize(ob, f[None], np.empty(ob.layout(1)))[0])
-    exact = backend.exact_engine()
-    G = exact.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1)
-    with np.errstate(invalid="ignore"):
-        FA += (Asub[0] != 0) & np.isfinite(Asub[0])
-        FB += (Bsub[0] != 0) & np.isfinite(Bsub[0])
-    U = exact.matmul(FA, FB, 2 ** r, 2 ** r)
-    c = np.minimum(nA[rows][:, None], nB[cols][None, :]).astype(np.float64)
-    return certify.Refinement(rows, cols, G, U, e, f, rF[rows], cF[cols], c)
-
-
 def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, scheme: str,
                     k: int, num_moduli, policy: str, want_bound: bool, operands, start: int,
                     tie=None, reduce: certify.Whole = certify.WHOLE) -> Decision:
@@ -331,8 +310,8 @@ def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, sche
         extra = cert.num_moduli[g] - count0 if not cert.uncertified[g] else np.inf
         if not auto or 2 * nr * nc <= extra * np.prod(reduce.lines(m, n)):
             A_g, B_g = operands(g)
-            ref = refinement(backend, A_g, B_g, rows, cols, _lines(la, g, b), _lines(lb, g, b),
-                             k, rF[g], cF[g], nA[g], nB[g])
+            ref = certify.refinement(backend, A_g, B_g, rows, cols, _lines(la, g, b),
+                                     _lines(lb, g, b), k, rF[g], cF[g], nA[g], nB[g])
             refines[g] = ref
             gemms += 2
             refined = (refined[0] + nr, refined[1] + nc)

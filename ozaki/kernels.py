@@ -1,6 +1,9 @@
-"""Fused O(n^2) passes of the scheme, compiled with numba.
+"""The rules of the compiled passes (numba), and the primitives they share.
 
-Every kernel is exact or rounds once, documented per function:
+The passes live with their step (:mod:`ozaki.lines`, :mod:`ozaki.residues`,
+:mod:`ozaki.reconstruct`, :mod:`ozaki.bounds`); here are the lock around them,
+the symmetric reductions and the task layouts. Every kernel is exact or rounds
+once, documented per function:
 
 * operands are read as their IEEE bit patterns (int64 views), so scaling by a
   power of two, truncation and residues are integer operations: no libm call,
@@ -24,8 +27,6 @@ import threading
 
 import numba as nb
 import numpy as np
-
-from .scaling import line_exponent
 
 _CACHE = True
 
@@ -179,49 +180,6 @@ def column_chunk(task, nchunks, n, width):
 
 
 @nb.njit(inline="always")
-def _row_stats(row):
-    """``(maxbits, nonfinite count, nonzeros)`` of one row of bits (see :func:`absmax_bits`)."""
-    bb = 0
-    f = 0
-    c = 0
-    for j in range(row.shape[0]):
-        a = row[j] & 0x7FFFFFFFFFFFFFFF
-        fin = a < 0x7FF0000000000000
-        f += not fin
-        c += fin & (a > 0)
-        v = a if fin else 0
-        bb = v if v > bb else bb
-    return bb, f, c
-
-
-@nb.njit(inline="always")
-def _chunk_stats(Xg, j0, j1, bg, fg, cg):
-    """:func:`_row_stats` of the columns ``j0:j1`` of the slice ``Xg``, into ``bg``, ``fg``, ``cg``."""
-    for i in range(Xg.shape[0]):
-        row = Xg[i]
-        for j in range(np.uint64(j0), np.uint64(j1)):
-            a = row[j] & 0x7FFFFFFFFFFFFFFF
-            fin = a < 0x7FF0000000000000
-            fg[j] |= not fin
-            cg[j] += fin & (a > 0)
-            v = a if fin else 0
-            bg[j] = v if v > bg[j] else bg[j]
-
-
-def absmax_bits(X, axis):
-    """Largest ``|x|`` bits over finite entries along rows (axis 0) or columns (1).
-
-    ``X`` is a stack (b, r, c) of bit patterns; the lines are its rows (axis 0,
-    output shape (b, r)) or its columns (axis 1, output (b, c)). Returns
-    ``(maxbits, nonfinite, nonzeros)``: the int64 bit pattern of the largest
-    finite magnitude (0 if none), a flag for any Inf or NaN, and the number of
-    finite nonzero entries: integer maxima and counts, exact in any order
-    (the first pass of :func:`line_norms`, alone).
-    """
-    return line_norms(X, axis, 0)[:3]
-
-
-@nb.njit(inline="always")
 def smod_short(y, p, pinv):
     """Symmetric residue of the integer-valued float ``y`` with ``|y| <= 2**52``.
 
@@ -244,164 +202,3 @@ def smod_product(y, p, pinv, c26, short):
     if short:
         return smod_short(y, p, pinv)
     return smod(y, p, pinv, c26)
-
-
-@nb.njit(inline="always")
-def _quantized(x, E):
-    """``floor(|x| 2**E)`` as an int64 for the bits ``x`` of a double (non-finite -> 0).
-
-    With ``|x| = mant 2**(ex - 1075)`` (hidden bit set, ``ex`` the biased exponent;
-    ``ex = 1`` for subnormals) the floor of ``mant 2**d`` is ``mant << d`` (``d >= 0``)
-    or ``mant >> -d``, exact; counts capped at 63 give the floor 0 for ``d <= -53``
-    (``mant < 2**53``); the caller keeps results below ``2**53``. Selects, not
-    branches: the loops vectorise.
-    """
-    a = x & 0x7FFFFFFFFFFFFFFF
-    ex = a >> 52
-    normal = ex > 0
-    mant = (a & _MANT) | (_HIDDEN if normal else 0)
-    d = (ex if normal else 1) - 1075 + E
-    left = mant << min(max(d, 0), 63)
-    right = mant >> min(max(-d, 0), 63)
-    v = left if d >= 0 else right
-    return v if ex < 0x7FF else 0
-
-
-@nb.njit(parallel=True, cache=_CACHE)
-def quantize_down(X, srow, scol, out, sums, axis):
-    """``out[g, i, j] = floor(|x_gij| * 2**(srow[g, i] + scol[g, j]))`` exactly (non-finite -> 0).
-
-    The caller picks the shifts so that every result is below ``2**20``: it
-    converts exactly through int32, which vectorises (int64 conversions do not
-    on AVX2). ``X`` (bx, r, c) with ``bx`` 1 (shared) or ``b``, as for
-    :func:`ozaki.residues.gather_residues`. ``sums`` (b, lines) of int64, when it
-    has entries, receives the sums of the floors along the lines (rows for
-    ``axis`` 0, columns for 1) in the same pass: exact integers, in any order
-    (the column sums are formed by chunks of columns, one thread a chunk, as in
-    :func:`absmax_bits`).
-    """
-    b, m, k = out.shape
-    bx = X.shape[0]
-    if sums.shape[0] > 0 and axis == 1:
-        width, nchunks = column_chunks(k)
-        for gc in nb.prange(b * nchunks):
-            g, j0, j1 = column_chunk(gc, nchunks, k, width)
-            gx = min(g, bx - 1)
-            sg, cg = sums[g], scol[g]
-            for i in range(m):
-                si, row, o = srow[g, i], X[gx, i], out[g, i]
-                for j in range(np.uint64(j0), np.uint64(j1)):
-                    v = _quantized(row[j], si + cg[j])
-                    o[j] = np.int32(v)
-                    sg[j] += v
-        return
-    for gi in nb.prange(b * m):
-        g = gi // m
-        i = gi - g * m
-        gx = min(g, bx - 1)
-        si, row, o, cg = srow[g, i], X[gx, i], out[g, i], scol[g]
-        acc = 0  # an integer sum: it vectorises, and is exact
-        for j in range(k):
-            v = _quantized(row[j], si + cg[j])
-            o[j] = np.int32(v)
-            acc += v
-        if sums.shape[0] > 0:
-            sums[g, i] = acc
-
-
-@nb.njit(inline="always")
-def _row_norms(row, E):
-    """``(sum F**2, sum F)`` of ``F = floor(|x| 2**E)`` along one row of bits."""
-    a2 = 0
-    a1 = 0
-    for j in range(row.shape[0]):
-        f = _quantized(row[j], E)
-        a2 += f * f
-        a1 += f
-    return a2, a1
-
-
-@nb.njit(inline="always")
-def _chunk_norms(Xg, j0, j1, E, a2, a1):
-    """:func:`_row_norms` of the columns ``j0:j1`` of ``Xg``, shifts ``E`` (the chunk's),
-    into ``a2``, ``a1`` (the chunk's)."""
-    for i in range(Xg.shape[0]):
-        row = Xg[i, j0:j1]
-        for j in range(j1 - j0):
-            f = _quantized(row[j], E[j])
-            a2[j] += f * f
-            a1[j] += f
-
-
-@nb.njit(parallel=True, cache=_CACHE)
-def norm_sums(X, shift, axis):
-    """Exact integer sums of floors ``F = floor(|x| 2**shift)`` along rows (0) or columns (1).
-
-    ``shift`` holds one exponent per line, shape (b, lines), chosen by the
-    caller so that every ``F < 2**h`` with ``lines' length * 2**(2h) < 2**62``.
-    Returns ``(S2, S1)`` as int64 (b, lines): ``S2 = sum F**2`` and ``S1 = sum F``,
-    exact integers (no rounding, so any order and any partition of the line
-    gives the same sums). Non-finite entries count 0 (:func:`_quantized`).
-    """
-    b, m, k = X.shape
-    n_out = m if axis == 0 else k
-    s2 = np.zeros((b, n_out), np.int64)
-    s1 = np.zeros((b, n_out), np.int64)
-    if axis == 0:
-        for gi in nb.prange(b * m):
-            g = gi // m
-            i = gi - g * m
-            s2[g, i], s1[g, i] = _row_norms(X[g, i], shift[g, i])
-    else:
-        width, nchunks = column_chunks(k)
-        for gc in nb.prange(b * nchunks):
-            g, j0, j1 = column_chunk(gc, nchunks, k, width)
-            _chunk_norms(X[g], j0, j1, shift[g, j0:j1], s2[g, j0:j1], s1[g, j0:j1])
-    return s2, s1
-
-
-@nb.njit(inline="always")
-def _norm_shift(maxbits, h):
-    """``h - E`` of a line (0 on an all-zero line), ``E`` of :func:`ozaki.scaling.exponents`."""
-    return 0 if maxbits == 0 else h - line_exponent(maxbits)
-
-
-@nb.njit(parallel=True, cache=_CACHE)
-def line_norms(X, axis, h):
-    """:func:`absmax_bits` and, for ``h > 0``, :func:`norm_sums` at ``h`` in one read of each line.
-
-    The sums floor each line at ``shift = h - E`` from the maximum just found
-    (0 on an all-zero line), the shifts :func:`ozaki.pipeline` gives
-    :func:`norm_sums`: the same exact integers as the two passes, the second
-    read from cache (a row, or a chunk of columns). Returns
-    ``(maxbits, nonfinite, nonzeros, S2, S1)``, each (b, lines) (``S2``, ``S1``
-    empty for ``h = 0``). Branch-free (selects) over unsigned column indices:
-    the loops vectorise.
-    """
-    b, m, k = X.shape
-    n_out = m if axis == 0 else k
-    best = np.zeros((b, n_out), np.int64)
-    bad = np.zeros((b, n_out), np.bool_)
-    nnz = np.zeros((b, n_out), np.int64)
-    s2 = np.zeros((b if h else 0, n_out if h else 0), np.int64)
-    s1 = np.zeros_like(s2)
-    if axis == 0:
-        for gi in nb.prange(b * m):
-            g = gi // m
-            i = gi - g * m
-            row = X[g, i]
-            bb, f, nnz[g, i] = _row_stats(row)
-            best[g, i], bad[g, i] = bb, f > 0
-            if h:
-                s2[g, i], s1[g, i] = _row_norms(row, _norm_shift(bb, h))
-    else:
-        width, nchunks = column_chunks(k)
-        for gc in nb.prange(b * nchunks):
-            g, j0, j1 = column_chunk(gc, nchunks, k, width)
-            _chunk_stats(X[g], j0, j1, best[g], bad[g], nnz[g])
-            if h:
-                E = np.empty(j1 - j0, np.int64)
-                for j in range(j1 - j0):
-                    E[j] = _norm_shift(best[g, j0 + j], h)
-                _chunk_norms(X[g], j0, j1, E, s2[g, j0:j1], s1[g, j0:j1])
-    return best, bad, nnz, s2, s1

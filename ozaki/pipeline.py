@@ -146,14 +146,6 @@ def _tie(sigma, tau):
     return sigma, _tile(np.minimum(tau[:, :n], tau[:, n:]))
 
 
-def _embedded_floors(FB: np.ndarray) -> np.ndarray:
-    """Floors of ``|[[Br, Bi], [Bi, Br]]|`` from those of ``[Br; Bi]`` (b, 2k, n)."""
-    k = FB.shape[1] // 2
-    top, bottom = FB[:, :k], FB[:, k:]
-    return np.concatenate((np.concatenate((top, bottom), axis=2),
-                           np.concatenate((bottom, top), axis=2)), axis=1)
-
-
 def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
            complex_: bool = False, scratch: np.ndarray | None = None) -> decisions.Decision:
     """Step 1 for the stack ``pa`` @ ``pb`` of ``b`` slices: shifts, counts, certificate.

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from ozaki import kernels, reconstruct
+from ozaki import kernels, lines, reconstruct
 from ozaki.backend import get_backend, modular_constants, pow2mod
 from ozaki.moduli import MODULI, crt_plan, half_range
 from ozaki.products import karatsuba_digits, square_digits
@@ -50,17 +50,17 @@ def test_quantize_down_is_the_exact_floor(xs, r):
     shift = r - top
     out = np.empty_like(X)
     bits, zeros = X.view(np.int64), np.zeros((1, len(xs)), np.int64)
-    kernels.quantize_down(bits, np.array([[shift]]), zeros, out, np.zeros((0, 0), np.int64), 0)
+    lines.quantize_down(bits, np.array([[shift]]), zeros, out, np.zeros((0, 0), np.int64), 0)
     for x, q in zip(xs, out[0, 0]):
         exact = abs(Fraction(x)) * Fraction(2) ** shift
         assert q == math.floor(exact) and q < 2 ** r
     # the line sums formed in the same pass: rows, and columns (the transposed stack)
     rows, cols = np.zeros((1, 1), np.int64), np.zeros((1, 1), np.int64)
     again = np.empty_like(out)
-    kernels.quantize_down(bits, np.array([[shift]]), zeros, again, rows, 0)
+    lines.quantize_down(bits, np.array([[shift]]), zeros, again, rows, 0)
     T = np.ascontiguousarray(X.transpose(0, 2, 1))
     outT = np.empty_like(T)
-    kernels.quantize_down(T.view(np.int64), zeros.T.copy(), np.array([[shift]]), outT, cols, 1)
+    lines.quantize_down(T.view(np.int64), zeros.T.copy(), np.array([[shift]]), outT, cols, 1)
     assert np.array_equal(again, out) and np.array_equal(outT[0, :, 0], out[0, 0])
     assert rows[0, 0] == cols[0, 0] == out.sum()
 
@@ -69,14 +69,14 @@ def test_quantize_down_is_the_exact_floor(xs, r):
 def test_absmax_bits_and_exponents(xs):
     from ozaki.scaling import exponents
     X = np.array([[xs + [np.inf, 0.0]]])
-    best, bad, nnz = (a[0] for a in kernels.absmax_bits(X.view(np.int64), 0))
+    best, bad, nnz = (a[0] for a in lines.absmax_bits(X.view(np.int64), 0))
     assert bad[0] and nnz[0] == len(xs)
     E, zero = exponents(best)
     m = max(abs(x) for x in xs)
     assert not zero[0] and m < 2.0 ** E[0] if E[0] < 1024 else True
     assert Fraction(m) < Fraction(2) ** int(E[0]) <= 2 * Fraction(m)
     XT = X.transpose(0, 2, 1).copy()
-    best_c, bad_c, nnz_c = (a[0] for a in kernels.absmax_bits(XT.view(np.int64), 1))
+    best_c, bad_c, nnz_c = (a[0] for a in lines.absmax_bits(XT.view(np.int64), 1))
     assert best_c[0] == best[0] and bad_c[0] and nnz_c[0] == len(xs)
 
 
@@ -85,11 +85,11 @@ def test_norm_sums_are_exact_integer_sums_of_floors(xs, h):
     X = np.array([[xs]])
     top = max((math.frexp(abs(x))[1] for x in xs if x), default=0)
     shift = h - top
-    s2, s1 = (a[0, 0] for a in kernels.norm_sums(X.view(np.int64), np.array([[shift]]), 0))
+    s2, s1 = (a[0, 0] for a in lines.norm_sums(X.view(np.int64), np.array([[shift]]), 0))
     floors = [math.floor(abs(Fraction(x)) * Fraction(2) ** shift) for x in xs]
     assert s2 == sum(f * f for f in floors) and s1 == sum(floors)
     XT = X.transpose(0, 2, 1).copy()
-    c2, c1 = (a[0, 0] for a in kernels.norm_sums(XT.view(np.int64), np.array([[shift]]), 1))
+    c2, c1 = (a[0, 0] for a in lines.norm_sums(XT.view(np.int64), np.array([[shift]]), 1))
     assert (c2, c1) == (s2, s1)
 
 
@@ -109,10 +109,10 @@ def test_line_norms_are_the_line_stats_and_norm_sums_in_one_pass(b, r, c, h, see
     X[rng.random((b, r, c)) < 0.01] = 5e-324
     bits = X.view(np.int64)
     for axis in (0, 1):
-        stats = kernels.absmax_bits(bits, axis)
+        stats = lines.absmax_bits(bits, axis)
         E, zero = exponents(stats[0])
-        sums = kernels.norm_sums(bits, np.where(zero, 0, h - E).astype(np.int64), axis)
-        got = kernels.line_norms(bits, axis, h)
+        sums = lines.norm_sums(bits, np.where(zero, 0, h - E).astype(np.int64), axis)
+        got = lines.line_norms(bits, axis, h)
         for x, y in zip(stats + sums, got):
             assert x.dtype == y.dtype and np.array_equal(x, y)
 

@@ -29,7 +29,7 @@ import numpy as np
 from .. import decisions, scaling
 from ..certify import Whole
 from ..moduli import auto_num_moduli
-from ..pipeline import _embedded_floors, _tie, _tile
+from ..pipeline import _tie, _tile
 from .modular import embedded, owners
 from .traffic import allgather_blocks, allreduce, bcast
 
@@ -102,6 +102,14 @@ def _floor_gemm(A, B, FA, FB, engine, r, width, complex_, tr):
         if m and n:  # integers below 2**53 in all: every partial sum is exact
             G[0] += engine.matmul(pa, pbk, q, q)
     return G
+
+
+def _embedded_floors(FB: np.ndarray) -> np.ndarray:
+    """Floors of ``|[[Br, Bi], [Bi, Br]]|`` from those of ``[Br; Bi]`` (b, 2k, n)."""
+    k = FB.shape[1] // 2
+    top, bottom = FB[:, :k], FB[:, k:]
+    return np.concatenate((np.concatenate((top, bottom), axis=2),
+                           np.concatenate((bottom, top), axis=2)), axis=1)
 
 
 def decide_accurate(A, B, oa, ob, la, lb, opts, width, complex_, tr):
