@@ -205,6 +205,11 @@ def choose_counts(evaluate, scheme: str, start, down: bool = True,
     return cert
 
 
+def tile(x: np.ndarray) -> np.ndarray:
+    """Column data of ``B`` for a complex product's real embedding (``[Re | Im]`` columns)."""
+    return np.concatenate((x, x), axis=-1)
+
+
 def _slice(x, g):
     return x[g:g + 1]
 
@@ -251,7 +256,7 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
     swapped = workspace().take("floors_swap", FA.shape, np.float32)
     np.concatenate((FA[..., h:], FA[..., :h]), axis=-1, out=swapped)
     engine.matmul(swapped, FB, q, q, out=G[..., n:])
-    return Bound(r, G, rF, np.concatenate((cF, cF), axis=-1)), e, f, (FA, FB)
+    return Bound(r, G, rF, tile(cF)), e, f, (FA, FB)
 
 
 def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, scheme: str,

@@ -135,15 +135,10 @@ def _norms(backend, prep: Prepared, k: int) -> decisions.Norms:
     return got
 
 
-def _tile(x: np.ndarray) -> np.ndarray:
-    """Column data of ``B`` for the real embedding's ``[Re | Im]`` columns."""
-    return np.concatenate((x, x), axis=-1)
-
-
 def _tie(sigma, tau):
     """Real and imaginary columns of one ``B`` column share their shift (the smaller)."""
     n = tau.shape[1] // 2
-    return sigma, _tile(np.minimum(tau[:, :n], tau[:, n:]))
+    return sigma, decisions.tile(np.minimum(tau[:, :n], tau[:, n:]))
 
 
 def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
@@ -164,12 +159,12 @@ def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
     la, lb = pa.lines, pb.lines
     start = auto_num_moduli(opts.scheme, k)
     if complex_:
-        lb = decisions.Lines(*(_tile(x) for x in (lb.maxbits, lb.bad, lb.nnz)))
+        lb = decisions.Lines(*(decisions.tile(x) for x in (lb.maxbits, lb.bad, lb.nnz)))
     if opts.mode == "fast":
         na = _norms(backend, pa, k).normwise(pa.lines)
         nbn = _norms(backend, pb, k)
         if complex_:
-            nbn = decisions.Norms(nbn.h, _tile(nbn.S2), _tile(nbn.S1))
+            nbn = decisions.Norms(nbn.h, decisions.tile(nbn.S2), decisions.tile(nbn.S1))
         nb = nbn.normwise(lb)
         return decisions.decide_fast(na, nb, b, opts.scheme, opts.num_moduli, opts.policy,
                                      opts.want_bound, start)
@@ -222,13 +217,12 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     sec = info.seconds
     t0 = time.perf_counter()
 
-    result = out
-    if complex_:  # the parts as (b, m, n) views; ``out``'s memory as (b, m, 2n) for G
-        parts = out.view(np.float64).reshape(b, m, n, 2)
-        parts = parts[..., 0], parts[..., 1]
-        out = out.view(np.float64).reshape(b, m, 2 * n)
-    # the floor GEMM (accurate mode) lives in ``out`` until the product overwrites it
-    dec = decide(pa, pb, opts, b, complex_, out) if decision is None else decision
+    plane = out  # real (b, m, n); for complex products ``out``'s memory as (b, m, 2n)
+    if complex_:  # and the parts as (b, m, n) views
+        plane = out.view(np.float64).reshape(b, m, 2 * n)
+        parts = plane.reshape(b, m, n, 2)[..., 0], plane.reshape(b, m, n, 2)[..., 1]
+    # the floor GEMM (accurate mode) lives in ``plane`` until the product overwrites it
+    dec = decide(pa, pb, opts, b, complex_, plane) if decision is None else decision
     counts = dec.counts
     N = int(counts.max())
     info.num_moduli = N
@@ -289,7 +283,7 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
                              s[lo:hi], t[lo:hi], part[lo:hi], 0, 0)
         else:
             _reconstruct(backend, scheme, store, counts[lo:hi], s[lo:hi], t[lo:hi],
-                         out[lo:hi], j0, bound if raw else 0)
+                         plane[lo:hi], j0, bound if raw else 0)
         sec["reconstruction"] += time.perf_counter() - t2
         return sec
 
@@ -311,7 +305,7 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
         for args in pieces:
             piece(*args, sec)
     t0 = time.perf_counter()
-    fallback.finish(info, dec, opts.policy, result, pa.lines, pb.lines, A.shape[2], b, complex_,
+    fallback.finish(info, dec, opts.policy, out, pa.lines, pb.lines, A.shape[2], b, complex_,
                     lambda g: slice_operands(pa, pb, g, complex_))
     sec["reconstruction"] += time.perf_counter() - t0
     return info

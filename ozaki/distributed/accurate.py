@@ -29,7 +29,7 @@ import numpy as np
 from .. import decisions, scaling
 from ..certify import Whole
 from ..moduli import auto_num_moduli
-from ..pipeline import _tie, _tile
+from ..pipeline import _tie
 from .modular import embedded, owners
 from .traffic import allgather_blocks, allreduce, bcast
 
@@ -130,8 +130,8 @@ def decide_accurate(A, B, oa, ob, la, lb, opts, width, complex_, tr):
     FB = backend.quantize(ob, f, np.empty(ob.layout(1), np.float32))
     if complex_:
         FB = _embedded_floors(FB)
-        lb = decisions.Lines(*(_tile(x) for x in (lb.maxbits, lb.bad, lb.nnz)))
-        f = _tile(f)
+        lb = decisions.Lines(*(decisions.tile(x) for x in (lb.maxbits, lb.bad, lb.nnz)))
+        f = decisions.tile(f)
     rF = FA.sum(axis=2, dtype=np.float64)  # exact: integers below 2**53
     cF = FB.sum(axis=1, dtype=np.float64)
     allreduce(grid.row, rF, MPI.SUM, tr)

@@ -16,7 +16,6 @@ from .. import decisions, scaling
 from ..backend import Operand
 from ..certify import Normwise, normwise_entries
 from ..moduli import auto_num_moduli, plan_terms
-from ..pipeline import _tile
 from .traffic import allgather, allreduce
 
 __all__ = ["line_data", "norm_data", "decide_fast"]
@@ -69,8 +68,8 @@ def decide_fast(grid, la, na_rows, lb, nb_cols, k, opts, MPI, rows, cols, comple
     nbn = decisions.Norms(nb_cols.h, *n_norms)
     N = LB.maxbits.shape[1]
     if complex_:
-        LB = decisions.Lines(*(_tile(x) for x in (LB.maxbits, LB.bad, LB.nnz)))
-        nbn = decisions.Norms(nbn.h, _tile(nbn.S2), _tile(nbn.S1))
+        LB = decisions.Lines(*(decisions.tile(x) for x in (LB.maxbits, LB.bad, LB.nnz)))
+        nbn = decisions.Norms(nbn.h, decisions.tile(nbn.S2), decisions.tile(nbn.S1))
     nb = nbn.normwise(LB)
     start = auto_num_moduli(opts.scheme, k)
     whole = decisions.decide_fast(na, nb, 1, opts.scheme, opts.num_moduli, "none", False, start)
