@@ -149,7 +149,7 @@ class CPUBackend:
 
         For pieces of a product on worker threads: the serial builds of the
         passes (:func:`ozaki.residues.split_residues_serial`,
-        :func:`ozaki.reconstruct.reconstruct_serial`) never enter numba's
+        :func:`ozaki.reconstruct.serial_kernel`) never enter numba's
         threading layer, so several threads may run them at once. Only these
         passes have serial builds; the caller sends nothing else.
         """
@@ -330,7 +330,8 @@ class CPUBackend:
         args = (store, plan.weights, plan.p_levels, plan.p_inv, s, t, out, int(c0), mods,
                 _short(bound))
         if self._serial():
-            reconstruct.reconstruct_serial(*args)
+            N, L = plan.weights.shape
+            reconstruct.serial_kernel(N, L, bool(products), args[-1])(*args)
             return
         with self.lock:
             reconstruct.reconstruct(*args)

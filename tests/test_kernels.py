@@ -189,6 +189,45 @@ def test_reconstruct_column_blocks_with_c0_give_the_whole_bits(num_moduli, rng):
         backend.reconstruct(P, plan, s, t, short, products=True, bound=2 ** 53 + 1)
 
 
+@pytest.mark.parametrize("scheme,num_moduli", [("fp64", n) for n in (1, 2, 4, 6, 8, 9)]
+                         + [("int8", 5), ("fp8", 7)])
+def test_serial_crt_kernels_give_the_bits_of_the_parallel_pass(scheme, num_moduli, rng):
+    """The specialised serial kernels (:func:`ozaki.reconstruct.serial_kernel`, up to
+    ``FUSED_MAX`` moduli; the generic one beyond) == the parallel pass, bit for bit:
+    residues and exact products (both reductions), column blocks, shifts that make
+    results subnormal, zero, huge or infinite, and zero entries (+0.0)."""
+    plan = crt_plan(scheme, num_moduli)
+    b, m, n = 2, 5, 300
+    dtype = np.int8 if max(plan.moduli) <= 256 else np.int16 if max(plan.moduli) <= 65536 \
+        else np.int32
+    R = np.array([rng.integers(*half_range(p), (b, m, n), endpoint=True) for p in plan.moduli],
+                 dtype)
+    R[:, 0, 0, :7] = 0
+    s, t = rng.integers(-60, 61, (b, m)), rng.integers(-60, 61, (b, n))
+    top = int(plan.H).bit_length()  # results about 2**(top - s - t)
+    s[1, 1], s[1, 2], s[1, 3] = top + 1050, top - 1000, top + 2200  # subnormal / huge / zero
+    t[0, 5] = -1100  # inf where the entry is large
+    backend = get_backend()
+    P = np.array([R[q] + p * rng.integers(-2 ** 53 // p, 2 ** 53 // p - 1, R.shape[1:])
+                  for q, p in enumerate(plan.moduli)], np.float64)
+    P52 = np.where(np.abs(P) <= 2 ** 52, P, np.asarray(R, np.float64))
+    for store, kw in ((R, {}), (P, dict(products=True)),
+                      (P52, dict(products=True, bound=2 ** 52))):
+        want = np.empty((b, m, n))
+        backend.reconstruct(store, plan, s, t, want, **kw)
+        got = np.full((b, m, n), np.nan)
+        with backend.serial_passes():
+            for c0, c1 in ((0, 1), (1, 40), (40, n)):
+                backend.reconstruct(np.ascontiguousarray(store[..., c0:c1]), plan, s, t, got,
+                                    c0=c0, **kw)
+        assert got.tobytes() == want.tobytes()
+    assert np.isinf(want).any() and (want == 0).any()
+    assert ((want != 0) & (np.abs(want) < 2.0 ** -1022)).any()  # subnormal results
+    assert not np.signbit(want[0, 0, :7]).any()
+    fused = reconstruct.serial_kernel(*plan.weights.shape, True, True)
+    assert (fused is reconstruct.reconstruct_serial) == (num_moduli > reconstruct.FUSED_MAX)
+
+
 @pytest.mark.parametrize("w", [1, 3, 15, 16, 33, 512, 513])
 def test_reconstruct_is_entrywise_for_any_row_width(w, rng):
     """Tasks gather rows of any width (several narrow rows, or tiles of wide ones):
