@@ -79,14 +79,17 @@ class GridReduce(Whole):
 def _floor_gemm(A, B, FA, FB, engine, r, width, complex_, tr):
     """``G = F_A F_B`` of this rank's block: SUMMA over the floor panels (float32, exact).
 
-    Complex: ``F_A`` holds ``[FAr | FAi]``, ``F_B`` the embedded floors
-    ``[[FBr, FBi], [FBi, FBr]]``; a panel of the complex ``k`` is the same columns of
-    both halves of ``F_A`` and the same rows of both halves of ``F_B``.
+    Complex: ``F_A`` holds ``[FAr | FAi]`` and ``F_B`` the floors of ``[Br; Bi]``; a
+    panel of the complex ``k`` is the same columns of both halves of ``F_A`` and the
+    same rows of both halves of ``F_B``. The embedding's floor GEMM is then
+    ``[FA FB | FA' FB]`` with ``FA' = [FAi | FAr]`` (its floors
+    ``[[FBr, FBi], [FBi, FBr]]`` are never formed), as
+    :func:`ozaki.decisions.bound_data` computes it.
     """
     grid = A.grid
     m, n, k = FA.shape[0], FB.shape[1], A.shape[1]
     ka, kb = A.local.shape[1], B.local.shape[0]  # local k of A's and B's blocks
-    G = np.zeros((1, m, n))
+    G = np.zeros((1, m, 2 * n if complex_ else n))
     q = 2 ** r - 1
     for k0, k1, qa, a0, pb, b0 in owners(grid, k, width):
         w = k1 - k0
@@ -99,17 +102,14 @@ def _floor_gemm(A, B, FA, FB, engine, r, width, complex_, tr):
         pbk = (np.ascontiguousarray(FB[rows]) if grid.p == pb
                else np.empty((ext, n), np.float32))
         bcast(grid.col, pbk, pb, tr, "decisions")
-        if m and n:  # integers below 2**53 in all: every partial sum is exact
-            G[0] += engine.matmul(pa, pbk, q, q)
+        if not (m and n):
+            continue
+        # integers below 2**53 in all: every partial sum is exact
+        G[0, :, :n] += engine.matmul(pa, pbk, q, q)
+        if complex_:
+            swapped = np.concatenate((pa[:, w:], pa[:, :w]), axis=1)
+            G[0, :, n:] += engine.matmul(swapped, pbk, q, q)
     return G
-
-
-def _embedded_floors(FB: np.ndarray) -> np.ndarray:
-    """Floors of ``|[[Br, Bi], [Bi, Br]]|`` from those of ``[Br; Bi]`` (b, 2k, n)."""
-    k = FB.shape[1] // 2
-    top, bottom = FB[:, :k], FB[:, k:]
-    return np.concatenate((np.concatenate((top, bottom), axis=2),
-                           np.concatenate((bottom, top), axis=2)), axis=1)
 
 
 def decide_accurate(A, B, oa, ob, la, lb, opts, width, complex_, tr):
@@ -128,14 +128,13 @@ def decide_accurate(A, B, oa, ob, la, lb, opts, width, complex_, tr):
     f = scaling.accurate_quantizers(Eb, zb, r)
     FA = backend.quantize(oa, e, np.empty(oa.layout(1), np.float32))
     FB = backend.quantize(ob, f, np.empty(ob.layout(1), np.float32))
-    if complex_:
-        FB = _embedded_floors(FB)
-        lb = decisions.Lines(*(decisions.tile(x) for x in (lb.maxbits, lb.bad, lb.nnz)))
-        f = decisions.tile(f)
     rF = FA.sum(axis=2, dtype=np.float64)  # exact: integers below 2**53
     cF = FB.sum(axis=1, dtype=np.float64)
     allreduce(grid.row, rF, MPI.SUM, tr)
     allreduce(grid.col, cF, MPI.SUM, tr)
+    if complex_:  # the embedding's column data: both column halves sum FBr and FBi
+        lb = decisions.Lines(*(decisions.tile(x) for x in (lb.maxbits, lb.bad, lb.nnz)))
+        f, cF = decisions.tile(f), decisions.tile(cF)
     G = _floor_gemm(A, B, np.ascontiguousarray(FA[0]), np.ascontiguousarray(FB[0]),
                     opts.engine, r, width, complex_, tr)
     reduce = GridReduce(grid, (A.shape[0], B.shape[1] * (2 if complex_ else 1)), tr)
