@@ -192,8 +192,9 @@ def test_reconstruct_column_blocks_with_c0_give_the_whole_bits(num_moduli, rng):
 @pytest.mark.parametrize("scheme,num_moduli", [("fp64", n) for n in (1, 2, 4, 6, 8, 9)]
                          + [("int8", 5), ("fp8", 7)])
 def test_serial_crt_kernels_give_the_bits_of_the_parallel_pass(scheme, num_moduli, rng):
-    """The specialised serial kernels (:func:`ozaki.reconstruct.serial_kernel`, up to
-    ``FUSED_MAX`` moduli; the generic one beyond) == the parallel pass, bit for bit:
+    """The serial kernels (:func:`ozaki.reconstruct.serial_kernel`: specialised for
+    short exact products up to ``FUSED_MAX`` moduli, generic otherwise) == the
+    parallel pass, bit for bit:
     residues and exact products (both reductions), column blocks, shifts that make
     results subnormal, zero, huge or infinite, and zero entries (+0.0)."""
     plan = crt_plan(scheme, num_moduli)
@@ -226,6 +227,8 @@ def test_serial_crt_kernels_give_the_bits_of_the_parallel_pass(scheme, num_modul
     assert not np.signbit(want[0, 0, :7]).any()
     fused = reconstruct.serial_kernel(*plan.weights.shape, True, True)
     assert (fused is reconstruct.reconstruct_serial) == (num_moduli > reconstruct.FUSED_MAX)
+    assert reconstruct.serial_kernel(*plan.weights.shape, True, False) \
+        is reconstruct.reconstruct_serial
 
 
 @pytest.mark.parametrize("w", [1, 3, 15, 16, 33, 512, 513])
