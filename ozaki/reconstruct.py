@@ -3,8 +3,8 @@
 :func:`reconstruct` turns the stored residues of the N modular products into the
 product, entry by entry in a fixed order; :func:`serial_kernel` gives its serial form
 (for pieces on worker threads), specialised per count; :func:`ldexp` scales by
-``2**e`` with one rounding. The passes that reduce the exact modular products to the residues it
-reads (:func:`store_residues`, :func:`reduce_into` for k-blocks, and the Gauss
+``2**e`` with one rounding. The passes that reduce the exact modular products to the
+residues it reads (:func:`store_residues`, :func:`reduce_into` for k-blocks, and the Gauss
 combinations of complex products) are here too. All are compiled with numba
 under the rules of :mod:`ozaki.kernels` (no fastmath, fixed order per output,
 one thread per output).
@@ -254,7 +254,7 @@ def serial_kernel(N: int, L: int, products: bool, short: bool):
 
     For exact products within ``2**52`` (``products`` and ``short``: the pieces'
     case, every ``fp64`` product with ``k <= 2048``) of up to :data:`FUSED_MAX`
-    moduli, a kernel compiled from :func:`_fused_source` (about 1.4x faster: no
+    moduli, a kernel compiled from :func:`_fused_source` (1.2-1.4x faster: no
     scratch between the steps; about 3 s to compile, then cached on disk like the
     others, under this module's name); otherwise :func:`reconstruct_serial`. Both
     take ``(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short)`` (the
