@@ -36,7 +36,7 @@ from functools import cached_property
 
 import numpy as np
 
-from . import certify, scaling
+from . import certify, engines, scaling
 from .moduli import MIN_MODULI, crt_plan, max_moduli, plan_terms
 from .workspace import workspace
 
@@ -69,7 +69,8 @@ class Bound:
     """Accurate mode: the exact floor GEMM and the sums of the floors.
 
     ``r`` is the quantisation (floors below ``2**r``); ``G`` (b, m, n), ``rF``
-    (b, m), ``cF`` (b, n) are integers below ``2**53`` held in FP64, exact.
+    (b, m), ``cF`` (b, n) are integers below ``2**53`` held in FP64, exact
+    (``G`` in FP32 where its entries are at most ``2**24``: :func:`bound_data`).
     """
 
     r: int
@@ -86,7 +87,8 @@ class Bound:
         """
         if len({p.r for p in parts}) != 1:
             raise ValueError("pieces quantised at different r: use the whole k")
-        return cls(parts[0].r, np.add.reduce([p.G for p in parts]),
+        # in FP64: the sum of float32 pieces may pass 2**24
+        return cls(parts[0].r, np.add.reduce([p.G.astype(np.float64) for p in parts]),
                    np.add.reduce([p.rF for p in parts]), np.add.reduce([p.cF for p in parts]))
 
 
@@ -220,7 +222,7 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
 
     ``floors`` may hold an operand's floors already computed (a prepared operand:
     they depend on that operand and ``r`` only); ``buffers`` the float32 planes
-    for the floors (bits' layout) and the FP64 destination of ``G``. Returns
+    for the floors (bits' layout) and FP64 memory for ``G`` (:func:`_floor_gemm_out`). Returns
     ``(Bound, e, f, (FA, FB))`` with ``e`` (ba, m), ``f`` (bb, n). For
     ``complex_``, ``pa`` is ``[Ar, Ai]``, ``pb`` is ``[Br; Bi]`` (bb, 2k, n) and
     ``lb`` the embedding's tiled column data: ``G``, ``cF`` and ``f`` are the
@@ -244,19 +246,29 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
     else:
         cF = FB.sum(axis=1, dtype=np.float64)
     q = 2 ** r - 1
+    n, h = FB.shape[2], FA.shape[2] // 2
+    G = _floor_gemm_out(np.broadcast_shapes(FA.shape[:-2], FB.shape[:-2])
+                        + (FA.shape[1], (2 if complex_ else 1) * n), FA.shape[2] * q * q, buf_g)
     if not complex_:
-        return Bound(r, engine.matmul(FA, FB, q, q, out=buf_g), rF, cF), e, f, (FA, FB)
+        return Bound(r, engine.matmul(FA, FB, q, q, out=G), rF, cF), e, f, (FA, FB)
     # The embedding's floors are [[FBr, FBi], [FBi, FBr]], so its floor GEMM is
     # [FA FB | FA' FB] with FA' = [FAi, FAr]: two GEMMs of the same exact integer
     # sums (any order), without forming the embedding's floors.
-    n, h = FB.shape[2], FA.shape[2] // 2
-    G = np.empty(np.broadcast_shapes(FA.shape[:-2], FB.shape[:-2]) + (FA.shape[1], 2 * n)) \
-        if buf_g is None else buf_g
     engine.matmul(FA, FB, q, q, out=G[..., :n])
     swapped = workspace().take("floors_swap", FA.shape, np.float32)
     np.concatenate((FA[..., h:], FA[..., :h]), axis=-1, out=swapped)
     engine.matmul(swapped, FB, q, q, out=G[..., n:])
     return Bound(r, G, rF, tile(cF)), e, f, (FA, FB)
+
+
+def _floor_gemm_out(shape, bound: int, buf):
+    """The destination of the floor GEMM: FP32 where its entries (integers at most
+    ``bound``) are exact there (half the bytes for the passes that read it), else
+    FP64; in the memory of ``buf`` (FP64, C-contiguous, ``shape``) when given."""
+    dtype = np.float32 if bound <= engines.FP32_EXACT else np.float64
+    if buf is None:
+        return np.empty(shape, dtype)
+    return buf.reshape(-1).view(dtype)[:buf.size].reshape(shape)
 
 
 def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, scheme: str,

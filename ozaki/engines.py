@@ -25,6 +25,10 @@ __all__ = ["Engine", "BlasEngine", "FP8Engine", "Int8Engine", "get_engine",
            "available_engines", "ENGINES"]
 
 
+#: Integers up to this magnitude are exact in FP32 (24-bit significand).
+FP32_EXACT = 2 ** 24
+
+
 class Engine:
     """Base class: an exact integer GEMM with a given operand range and accumulator.
 
@@ -85,11 +89,17 @@ class Engine:
         Stacks broadcast as in ``np.matmul`` (one batched GEMM per block).
         ``amax``, ``bmax`` bound ``|X|`` and ``|Y|``; the caller guarantees
         ``k * amax * bmax <= 2**53`` (or a tighter data-dependent bound).
-        Returns FP64 (..., m, n), written into ``out`` when given.
+        Returns FP64 (..., m, n), written into ``out`` when given. A float32
+        ``out`` takes products with ``k * amax * bmax <= 2**24``: every partial
+        sum, and the result, is then an integer FP32 holds exactly.
         """
         if amax > self.operand_max or bmax > self.operand_max:
             raise ValueError(f"engine {self.name!r} takes operands up to "
                              f"{self.operand_max}, got {max(amax, bmax)}")
+        if out is not None and out.dtype == np.float32 \
+                and X.shape[-1] * amax * bmax > FP32_EXACT:
+            raise ValueError(f"a float32 out holds products up to 2**24 exactly, got a "
+                             f"bound {X.shape[-1] * amax * bmax}")
         blocks = self.blocks(X.shape[-1], amax, bmax)
         if out is None:
             lead = np.broadcast_shapes(X.shape[:-2], Y.shape[:-2])
@@ -129,13 +139,16 @@ class BlasEngine(Engine):
 
     #: Blocks whose exact bound is at most this run in FP32: every partial sum is
     #: then an integer of magnitude at most ``2**24``, which FP32 represents.
-    fp32_bound = 2 ** 24
+    fp32_bound = FP32_EXACT
 
     def fp32(self, bound: int) -> bool:
         return bound <= self.fp32_bound
 
     def _block(self, X, Y, out, bound):
-        if self.fp32(bound):
+        if out.dtype == np.float32:  # exact: Engine.matmul checked the bound
+            np.matmul(X.astype(np.float32, copy=False), Y.astype(np.float32, copy=False),
+                      out=out)
+        elif self.fp32(bound):
             # SGEMM a tile of the product at a time, each tile converted into
             # ``out`` while in cache: no FP32 copy of a large product in memory
             X, Y = X.astype(np.float32, copy=False), Y.astype(np.float32, copy=False)

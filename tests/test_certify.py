@@ -280,6 +280,36 @@ def test_fused_certificates_equal_separate_ones(scheme, rng):
             assert np.array_equal(getattr(got, name), getattr(want, name)), name
 
 
+@pytest.mark.parametrize("k", [40, 2 ** 17])
+def test_floor_gemm_in_fp32_where_exact_and_the_decisions_do_not_see_it(k, rng):
+    """``G`` is FP32 where ``k (2**r - 1)**2 <= 2**24`` (k = 40), FP64 beyond
+    (k = 2**17: r = 4); either way the exact integer product of the floors, and
+    the certificate and shifts from an FP32 ``G`` are those from its FP64 copy."""
+    from ozaki import decisions
+    from ozaki.backend import Operand, get_backend
+    from ozaki.engines import get_engine
+    from ozaki.pipeline import Prepared
+    from ozaki.scaling import quantization_bits
+    be = get_backend()
+    A = rng.standard_normal((2, 6, k)) * np.exp2(rng.integers(-20, 21, (2, 6, k)))
+    B = rng.standard_normal((2, k, 5)) * np.exp2(rng.integers(-20, 21, (2, k, 5)))
+    A[1, 2] = 0.0
+    pa, pb = Prepared(Operand(A, 0), be), Prepared(Operand(B, 1), be)
+    bd, e, f, (FA, FB) = decisions.bound_data(be, get_engine("auto", "fp64"), pa.op, pb.op,
+                                              pa.lines, pb.lines, "fp64", k)
+    q = 2 ** quantization_bits("fp64", k) - 1
+    assert bd.G.dtype == (np.float32 if k * q * q <= 2 ** 24 else np.float64)
+    want = np.matmul(np.asarray(FA, np.int64), np.asarray(FB, np.int64))
+    assert np.array_equal(bd.G, want)
+    data = (bd.rF, bd.cF, pa.lines.nnz, pb.lines.nnz, e, f)
+    counts = np.array([[10, 14], [9, 13]])
+    got = certify.componentwise(be, bd.G, *data, "fp64", counts)
+    ref = certify.componentwise(be, bd.G.astype(np.float64), *data, "fp64", counts)
+    for c1, c2 in zip(got, ref):
+        for name in ("num_moduli", "sigma", "tau", "max_ratio", "uncertified"):
+            assert np.array_equal(getattr(c1, name), getattr(c2, name)), name
+
+
 @given(st.integers(1, 3), st.integers(1, 40), st.integers(0, 2 ** 32))
 def test_normwise_term_maxima_are_the_maxima_of_the_terms(b, n, seed):
     """The compiled maxima give the bits of the numpy terms' maxima, zero lines and

@@ -148,6 +148,26 @@ def test_blas_fp32_path_exact_on_its_limit(rng):
     assert np.array_equal(eng.matmul(X, Y, 128, 128), want)
 
 
+@pytest.mark.parametrize("eng, amax", [(BlasEngine(), 128), (BlasEngine(max_kblock=100), 128),
+                                       (FP8Engine(), 16), (FP8Engine(max_kblock=7), 16),
+                                       (Int8Engine(), 127), (Int8Engine(max_kblock=5), 127)])
+def test_float32_out_exact_on_its_limit_and_refused_beyond(eng, amax, rng):
+    """A float32 ``out`` takes products with ``k amax bmax <= 2**24`` (every partial
+    sum an integer FP32 holds), whatever the engine's blocks; beyond, a clear error."""
+    k = 2 ** 24 // (amax * amax)
+    X = rng.choice([-amax, amax], size=(2, 3, k)).astype(np.float64)
+    Y = rng.choice([-amax, amax], size=(1, k, 4)).astype(np.float64)
+    Y[0, :, 0] = np.sign(X[0, 0]) * amax  # an entry on the bound itself
+    want = np.matmul(X.astype(np.int64), Y.astype(np.int64))
+    assert want[0, 0, 0] == k * amax * amax
+    out = np.full((2, 3, 8), np.nan, np.float32)
+    assert eng.matmul(X, Y, amax, amax, out=out[..., ::2]).dtype == np.float32
+    assert np.array_equal(out[..., ::2], want) and np.isnan(out[..., 1::2]).all()
+    with pytest.raises(ValueError, match="float32 out"):
+        eng.matmul(np.concatenate([X, X[..., :1]], -1), np.concatenate([Y, Y[:, :1]], 1),
+                   amax, amax, out=out[..., :4])
+
+
 @pytest.mark.parametrize("xs,ys", [((1, 64, 64), (1, 64, 20000)), ((3, 40, 30), (1, 30, 50)),
                                    ((1, 40, 30), (5, 30, 50)), ((2, 700, 30), (2, 30, 900)),
                                    ((700, 30), (30, 900)), ((2, 3, 5, 4), (2, 3, 4, 6)),

@@ -857,8 +857,11 @@ def test_k_pieces_combine_to_the_whole_decision(case, scheme, count, rng):
             assert bd.r == ref_bd.r
             parts.append(bd)
         bd = decisions.Bound.combine(parts)
-        for f in ("G", "rF", "cF"):
+        for f in ("rF", "cF"):
             assert same_bits(getattr(bd, f), getattr(ref_bd, f)), f
+        # the same exact integers: FP32 in the whole call, summed in FP64
+        assert bd.G.dtype == np.float64 and ref_bd.G.dtype == np.float32
+        assert np.array_equal(bd.G, ref_bd.G)
         # 3. the same decision (the refinement reads the whole slices: see the report)
         from ozaki.pipeline import slice_operands
         got = decisions.decide_accurate(opts.backend, bd, e0, f0, la, lb, b, scheme, k, count,
