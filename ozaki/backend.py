@@ -197,6 +197,34 @@ class CPUBackend:
     def engine_names(self) -> list[str]:
         return [name for name, cls in ENGINES.items() if cls().available()]
 
+    #: Output entries above which :meth:`matmul` splits a product's columns over
+    #: threads (4096 columns at least per thread).
+    split_gemm_above = 1 << 22
+
+    def matmul(self, engine: Engine, X, Y, amax: int, bmax: int, out):
+        """Exact ``out = X @ Y`` by ``engine`` (:meth:`ozaki.engines.Engine.matmul`).
+
+        A wide product runs as a block of ``out``'s columns per pass thread, each
+        GEMM on one BLAS thread: after a multithreaded GEMM the BLAS worker
+        threads spin-wait for a while, and the compiled pass that follows then
+        shares the cores with them (measured: the row maxima after the floor GEMM
+        of a (64, 64) @ (64, 2**20) product took 1.5-2x as long). The entries are
+        exact integers, so the split changes none of them.
+        """
+        threads, n = self.pass_threads(), out.shape[-1]
+        if threads < 2 or out.size <= self.split_gemm_above or n < 4096 * threads:
+            return engine.matmul(X, Y, amax, bmax, out=out)
+        from concurrent.futures import ThreadPoolExecutor
+        edges = [n * i // threads for i in range(threads + 1)]
+
+        def block(i):
+            cols = slice(edges[i], edges[i + 1])
+            engine.matmul(X, Y[..., cols], amax, bmax, out=out[..., cols])
+
+        with self.one_blas_thread(), ThreadPoolExecutor(threads) as pool:
+            list(pool.map(block, range(threads)))
+        return out
+
     def exact_engine(self) -> Engine:
         """The engine of the refinement's FP64 bound GEMMs."""
         return BlasEngine()
@@ -212,6 +240,18 @@ class CPUBackend:
         """:meth:`line_stats` and :meth:`norm_sums` at ``shift = h - E`` in one read of ``op``."""
         with self.lock:
             return lines.line_norms(op.bits, op.axis, h)
+
+    def line_floors(self, op: Operand, r: int, out: np.ndarray):
+        """:meth:`line_stats` and the floors at ``r`` (:meth:`quantize` at the shifts
+        :func:`ozaki.scaling.accurate_quantizers` gives) in one read of ``op``.
+
+        Returns ``(stats, planes, sums)``: the floors formed into ``out`` (bits'
+        layout, float32) and their exact FP64 sums along each line.
+        """
+        acc = np.zeros((op.batch, op.lines), np.int64)
+        with self.lock:
+            stats = lines.line_floors(op.bits, op.axis, r, out, acc)
+        return stats, op.plane(out), acc.astype(np.float64)  # integers below 2**53
 
     def norm_sums(self, op: Operand, shift: np.ndarray):
         """Exact ``(sum F**2, sum F)`` per line of ``F = floor(|x| 2**shift)`` (int64)."""

@@ -220,45 +220,46 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
                floors=(None, None), buffers=(None, None, None), complex_: bool = False):
     """Accurate mode's exact data: quantisers ``e``, ``f``, floors, and the floor GEMM.
 
-    ``floors`` may hold an operand's floors already computed (a prepared operand:
-    they depend on that operand and ``r`` only); ``buffers`` the float32 planes
-    for the floors (bits' layout) and FP64 memory for ``G`` (:func:`_floor_gemm_out`). Returns
-    ``(Bound, e, f, (FA, FB))`` with ``e`` (ba, m), ``f`` (bb, n). For
-    ``complex_``, ``pa`` is ``[Ar, Ai]``, ``pb`` is ``[Br; Bi]`` (bb, 2k, n) and
-    ``lb`` the embedding's tiled column data: ``G``, ``cF`` and ``f`` are the
-    real embedding's (``2n`` columns), ``FB`` the floors of ``[Br; Bi]``.
+    ``floors`` may hold an operand's floors and their line sums already computed,
+    ``(FA, rF)`` and ``(FB, cF)`` (they depend on that operand and ``r`` only);
+    ``buffers`` the float32 planes for the floors (bits' layout) and FP64 memory
+    for ``G`` (:func:`_floor_gemm_out`). Returns ``(Bound, e, f, ((FA, rF), (FB,
+    cF)))`` with ``e`` (ba, m), ``f`` (bb, n). For ``complex_``, ``pa`` is ``[Ar,
+    Ai]``, ``pb`` is ``[Br; Bi]`` (bb, 2k, n) and ``lb`` the embedding's tiled
+    column data: ``G``, ``cF`` and ``f`` are the real embedding's (``2n``
+    columns), the returned ``FB``, ``cF`` those of ``[Br; Bi]``.
     """
     r = scaling.quantization_bits(scheme, k)
     (Ea, za), (Eb, zb) = la.exponents, lb.exponents
     e = scaling.accurate_quantizers(Ea, za, r)
     f = scaling.accurate_quantizers(Eb, zb, r)
-    FA, FB = floors
     buf_a, buf_b, buf_g = buffers
     # rF, cF: exact FP64 sums of integers below 2**53 (formed with the floors)
-    if FA is None:  # integers below 2**20: exact in FP32, half the memory
+    if floors[0] is None:  # integers below 2**20: exact in FP32, half the memory
         out = np.empty(pa.layout(pa.batch), np.float32) if buf_a is None else buf_a
         FA, rF = backend.quantize(pa, e, out, sums=True)
     else:
-        rF = FA.sum(axis=2, dtype=np.float64)
-    if FB is None:
+        FA, rF = floors[0]
+    if floors[1] is None:
         out = np.empty(pb.layout(pb.batch), np.float32) if buf_b is None else buf_b
         FB, cF = backend.quantize(pb, f[:, :pb.shape[2]] if complex_ else f, out, sums=True)
     else:
-        cF = FB.sum(axis=1, dtype=np.float64)
+        FB, cF = floors[1]
+    kept = ((FA, rF), (FB, cF))
     q = 2 ** r - 1
     n, h = FB.shape[2], FA.shape[2] // 2
     G = _floor_gemm_out(np.broadcast_shapes(FA.shape[:-2], FB.shape[:-2])
                         + (FA.shape[1], (2 if complex_ else 1) * n), FA.shape[2] * q * q, buf_g)
     if not complex_:
-        return Bound(r, engine.matmul(FA, FB, q, q, out=G), rF, cF), e, f, (FA, FB)
+        return Bound(r, backend.matmul(engine, FA, FB, q, q, G), rF, cF), e, f, kept
     # The embedding's floors are [[FBr, FBi], [FBi, FBr]], so its floor GEMM is
     # [FA FB | FA' FB] with FA' = [FAi, FAr]: two GEMMs of the same exact integer
     # sums (any order), without forming the embedding's floors.
-    engine.matmul(FA, FB, q, q, out=G[..., :n])
+    backend.matmul(engine, FA, FB, q, q, G[..., :n])
     swapped = workspace().take("floors_swap", FA.shape, np.float32)
     np.concatenate((FA[..., h:], FA[..., :h]), axis=-1, out=swapped)
-    engine.matmul(swapped, FB, q, q, out=G[..., n:])
-    return Bound(r, G, rF, tile(cF)), e, f, (FA, FB)
+    backend.matmul(engine, swapped, FB, q, q, G[..., n:])
+    return Bound(r, G, rF, tile(cF)), e, f, kept
 
 
 def _floor_gemm_out(shape, bound: int, buf):

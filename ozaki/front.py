@@ -22,6 +22,8 @@ from .info import OzakiInfo
 from .moduli import auto_num_moduli
 from .pipeline import Options, Prepared, emulate
 from .prepared import PreparedOperand, embed
+from .scaling import quantization_bits
+from .workspace import workspace
 
 __all__ = ["dgemm", "gemm", "zgemm"]
 
@@ -47,8 +49,13 @@ def _stacked(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: i
     def side(X, outer):
         if isinstance(X, PreparedOperand):
             return X.stack(complex_, opts.backend)
-        return Prepared(Operand(embed(X, outer) if complex_ else X, outer), opts.backend,
-                        norms=opts.mode == "fast")
+        op = Operand(embed(X, outer) if complex_ else X, outer)
+        floors = None
+        if opts.mode == "accurate":  # the floors with the line data, in the residues' memory
+            floors = (quantization_bits(opts.scheme, op.inner),
+                      workspace().take("ra" if outer == 0 else "rb", op.layout(op.batch),
+                                       np.float32))
+        return Prepared(op, opts.backend, norms=opts.mode == "fast", floors=floors)
 
     width = 2 if complex_ else 1
     with opts.backend.sized(b * width * max(m * k, k * n, m * n)):

@@ -18,7 +18,7 @@ import numpy as np
 from .kernels import _CACHE, _HIDDEN, _MANT, column_chunk, column_chunks
 from .scaling import line_exponent
 
-__all__ = ["absmax_bits", "line_norms", "norm_sums", "quantize_down"]
+__all__ = ["absmax_bits", "line_floors", "line_norms", "norm_sums", "quantize_down"]
 
 
 @nb.njit(inline="always")
@@ -223,3 +223,57 @@ def line_norms(X, axis, h):
                     E[j] = _norm_shift(best[g, j0 + j], h)
                 _chunk_norms(X[g], j0, j1, E, s2[g, j0:j1], s1[g, j0:j1])
     return best, bad, nnz, s2, s1
+
+
+@nb.njit(inline="always")
+def _floor_shift(maxbits, r):
+    """``e = r - E`` of a line (0 on an all-zero line): :func:`ozaki.scaling.accurate_quantizers`."""
+    return 0 if maxbits == 0 else r - line_exponent(maxbits)
+
+
+@nb.njit(parallel=True, cache=_CACHE)
+def line_floors(X, axis, r, out, sums):
+    """:func:`absmax_bits` and the accurate mode's floors at ``r`` in one read of each line.
+
+    Each line is floored at ``e = r - E`` from the maximum just found, the
+    second read from cache (a row, or a chunk of columns): ``out`` (b, r, c)
+    receives ``floor(|x| 2**e)`` (below ``2**r``, exact through int32) and
+    ``sums`` (b, lines) their int64 sums, the integers :func:`quantize_down`
+    forms with the shifts :func:`ozaki.scaling.accurate_quantizers` gives.
+    Returns ``(maxbits, nonfinite, nonzeros)``, each (b, lines).
+    """
+    b, m, k = X.shape
+    n_out = m if axis == 0 else k
+    best = np.zeros((b, n_out), np.int64)
+    bad = np.zeros((b, n_out), np.bool_)
+    nnz = np.zeros((b, n_out), np.int64)
+    if axis == 0:
+        for gi in nb.prange(b * m):
+            g = gi // m
+            i = gi - g * m
+            row, o = X[g, i], out[g, i]
+            bb, f, nnz[g, i] = _row_stats(row)
+            best[g, i], bad[g, i] = bb, f > 0
+            e = _floor_shift(bb, r)
+            acc = 0
+            for j in range(k):
+                v = _quantized(row[j], e)
+                o[j] = np.int32(v)
+                acc += v
+            sums[g, i] = acc
+        return best, bad, nnz
+    width, nchunks = column_chunks(k)
+    for gc in nb.prange(b * nchunks):
+        g, j0, j1 = column_chunk(gc, nchunks, k, width)
+        _chunk_stats(X[g], j0, j1, best[g], bad[g], nnz[g])
+        E = np.empty(j1 - j0, np.int64)
+        for j in range(j1 - j0):
+            E[j] = _floor_shift(best[g, j0 + j], r)
+        sg = sums[g, j0:j1]
+        for i in range(m):
+            row, o = X[g, i, j0:j1], out[g, i, j0:j1]
+            for j in range(np.uint64(0), np.uint64(j1 - j0)):
+                v = _quantized(row[j], E[j])
+                o[j] = np.int32(v)
+                sg[j] += v
+    return best, bad, nnz

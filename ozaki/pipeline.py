@@ -63,24 +63,31 @@ class Prepared:
     ``op`` is the :class:`~ozaki.backend.Operand`; ``lines`` its exact line
     data (with ``norms``, also its fast-mode norm sums, formed in the same read).
     A kept operand (``keep``, what :func:`ozaki.prepare` makes) also keeps
-    its accurate-mode floors (``floors[r]``) and fast-mode norm sums
-    (``norms[h]``) across calls, and with ``keep_residues`` the residue planes
+    its accurate-mode floors and their line sums (``floors[r]``) and fast-mode
+    norm sums (``norms[h]``) across calls (an operand that is not kept may have
+    them for one call: ``norms``, or ``floors = (r, buffer)``, asks for them
+    with its line data, in the same read), and with ``keep_residues`` the residue planes
     of the shifts it was last used with (one set per modulus and chunk,
     replaced when a product picks other shifts). Everything is exact, so
     products against it give the bits of unprepared calls.
     """
 
     def __init__(self, op: Operand, backend, keep: bool = False, keep_residues: bool = False,
-                 norms: bool = False):
+                 norms: bool = False, floors: tuple[int, np.ndarray] | None = None):
         self.op = op
         self.backend = backend
-        self.floors: dict[int, np.ndarray] = {}
+        self.floors: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.norms: dict[int, decisions.Norms] = {}
         if norms:  # fast mode's norm sums in the same read of the operand
             h = scaling.norm_bits(op.inner)
             *stats, S2, S1 = backend.line_norms(op, h)
             self.lines = decisions.Lines(*stats)
             self.norms[h] = decisions.Norms(h, S2, S1)
+        elif floors is not None:  # (r, buffer): accurate mode's floors in the same read
+            r, buf = floors
+            stats, planes, sums = backend.line_floors(op, r, buf)
+            self.lines = decisions.Lines(*stats)
+            self.floors[r] = (planes, sums)
         else:
             self.lines = decisions.Lines(*backend.line_stats(op))
         self.residues: dict[tuple, tuple[bytes, np.ndarray]] = {}
@@ -180,12 +187,12 @@ def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
     bufs = (None if pa.keep else ws.take("ra", pa.op.layout(pa.op.batch), np.float32),
             None if pb.keep else ws.take("rb", pb.op.layout(pb.op.batch), np.float32),
             scratch)
-    bd, e, f, (FA, FB) = decisions.bound_data(backend, opts.engine, pa.op, pb.op, la, lb,
+    bd, e, f, (fa, fb) = decisions.bound_data(backend, opts.engine, pa.op, pb.op, la, lb,
                                               opts.scheme, k, floors, bufs, complex_)
     if pa.keep:
-        pa.floors.setdefault(r, FA)
+        pa.floors.setdefault(r, fa)
     if pb.keep:
-        pb.floors.setdefault(r, FB)
+        pb.floors.setdefault(r, fb)
     return decisions.decide_accurate(backend, bd, e, f, la, lb, b, opts.scheme,
                                      k, opts.num_moduli, opts.policy,
                                      opts.want_bound, operands, start,

@@ -295,8 +295,8 @@ def test_floor_gemm_in_fp32_where_exact_and_the_decisions_do_not_see_it(k, rng):
     B = rng.standard_normal((2, k, 5)) * np.exp2(rng.integers(-20, 21, (2, k, 5)))
     A[1, 2] = 0.0
     pa, pb = Prepared(Operand(A, 0), be), Prepared(Operand(B, 1), be)
-    bd, e, f, (FA, FB) = decisions.bound_data(be, get_engine("auto", "fp64"), pa.op, pb.op,
-                                              pa.lines, pb.lines, "fp64", k)
+    bd, e, f, ((FA, _), (FB, _)) = decisions.bound_data(be, get_engine("auto", "fp64"), pa.op,
+                                                        pb.op, pa.lines, pb.lines, "fp64", k)
     q = 2 ** quantization_bits("fp64", k) - 1
     assert bd.G.dtype == (np.float32 if k * q * q <= 2 ** 24 else np.float64)
     want = np.matmul(np.asarray(FA, np.int64), np.asarray(FB, np.int64))

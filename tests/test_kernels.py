@@ -117,6 +117,36 @@ def test_line_norms_are_the_line_stats_and_norm_sums_in_one_pass(b, r, c, h, see
             assert x.dtype == y.dtype and np.array_equal(x, y)
 
 
+@given(st.integers(1, 4), st.integers(1, 9), st.integers(1, 700), st.integers(1, 20),
+       st.integers(0, 2 ** 32))
+def test_line_floors_are_the_line_stats_and_floors_in_one_pass(b, r, c, q, seed):
+    """One read of each line gives the bits of :func:`absmax_bits` and the floors
+    and sums of :func:`quantize_down` at the accurate quantisers ``q - E``, rows
+    and columns, with zero lines, non-finite and subnormal entries."""
+    from ozaki.scaling import accurate_quantizers, exponents
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((b, r, c)) * np.exp2(rng.integers(-1070, 1000, (b, r, c)))
+    X[rng.random((b, r, c)) < 0.2] = 0.0
+    X[:, 0] = 0.0  # an all-zero row
+    X[..., -1] = 0.0  # an all-zero column
+    X[rng.random((b, r, c)) < 0.01] = -np.inf
+    X[rng.random((b, r, c)) < 0.01] = 5e-324
+    bits = X.view(np.int64)
+    for axis in (0, 1):
+        stats = lines.absmax_bits(bits, axis)
+        e = accurate_quantizers(*exponents(stats[0]), q)
+        zeros = np.zeros((b, c if axis == 0 else r), np.int64)
+        srow, scol = (e, zeros) if axis == 0 else (zeros, e)
+        want, want_sums = np.empty((b, r, c), np.float32), np.zeros(e.shape, np.int64)
+        lines.quantize_down(bits, srow, scol, want, want_sums, axis)
+        got, got_sums = np.full((b, r, c), np.nan, np.float32), np.zeros(e.shape, np.int64)
+        got_stats = lines.line_floors(bits, axis, q, got, got_sums)
+        for x, y in zip(stats, got_stats):
+            assert x.dtype == y.dtype and np.array_equal(x, y)
+        assert np.array_equal(got, want) and np.array_equal(got_sums, want_sums)
+        assert (got < 2.0 ** q).all()
+
+
 @given(st.integers(-2 ** 60, 2 ** 60), st.integers(-2300, 2300))
 def test_ldexp_rounds_once(y, e):
     """Against Python's correctly rounded ldexp, subnormal results included."""
