@@ -22,7 +22,9 @@ floor data. From there the shifts need, per row, the maximum over the row's
 columns of the upper bound ``U`` (MAX over column pieces) and, per column, a
 maximum over rows (MAX over row pieces); the certificate's failure counts are
 SUMs. :meth:`Lines.combine`, :meth:`Bound.combine` and :meth:`Norms.combine`
-do this for pieces held in one process.
+do this for pieces held in one process. ``G`` is held in FP32 where its
+entries are at most ``2**24`` (every ``k <= 2**16``); its SUM is formed in
+FP64, where a sum of pieces may pass that.
 
 The accurate certificate and the shift rules are in :mod:`ozaki.certify` and
 :mod:`ozaki.scaling`; this module runs them over a stack of ``b`` products,
