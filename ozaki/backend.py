@@ -204,12 +204,11 @@ class CPUBackend:
     def matmul(self, engine: Engine, X, Y, amax: int, bmax: int, out):
         """Exact ``out = X @ Y`` by ``engine`` (:meth:`ozaki.engines.Engine.matmul`).
 
-        A wide product runs as a block of ``out``'s columns per pass thread, each
-        GEMM on one BLAS thread: after a multithreaded GEMM the BLAS worker
-        threads spin-wait for a while, and the compiled pass that follows then
-        shares the cores with them (measured: the row maxima after the floor GEMM
-        of a (64, 64) @ (64, 2**20) product took 1.5-2x as long). The entries are
-        exact integers, so the split changes none of them.
+        A wide product runs a block of ``out``'s columns per pass thread, each on
+        one BLAS thread: after a multithreaded GEMM the BLAS threads spin-wait a
+        while, beside the compiled pass that follows (the row maxima after the
+        wide case's floor GEMM took 1.5-2x as long). Exact integers: the split
+        changes no entry.
         """
         threads, n = self.pass_threads(), out.shape[-1]
         if threads < 2 or out.size <= self.split_gemm_above or n < 4096 * threads:

@@ -225,7 +225,7 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
     ``floors`` may hold an operand's floors and their line sums already computed,
     ``(FA, rF)`` and ``(FB, cF)`` (they depend on that operand and ``r`` only);
     ``buffers`` the float32 planes for the floors (bits' layout) and FP64 memory
-    for ``G`` (:func:`_floor_gemm_out`). Returns ``(Bound, e, f, ((FA, rF), (FB,
+    for ``G`` (:func:`ozaki.engines.exact_out`). Returns ``(Bound, e, f, ((FA, rF), (FB,
     cF)))`` with ``e`` (ba, m), ``f`` (bb, n). For ``complex_``, ``pa`` is ``[Ar,
     Ai]``, ``pb`` is ``[Br; Bi]`` (bb, 2k, n) and ``lb`` the embedding's tiled
     column data: ``G``, ``cF`` and ``f`` are the real embedding's (``2n``
@@ -250,8 +250,8 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
     kept = ((FA, rF), (FB, cF))
     q = 2 ** r - 1
     n, h = FB.shape[2], FA.shape[2] // 2
-    G = _floor_gemm_out(np.broadcast_shapes(FA.shape[:-2], FB.shape[:-2])
-                        + (FA.shape[1], (2 if complex_ else 1) * n), FA.shape[2] * q * q, buf_g)
+    G = engines.exact_out(np.broadcast_shapes(FA.shape[:-2], FB.shape[:-2])
+                          + (FA.shape[1], (2 if complex_ else 1) * n), FA.shape[2] * q * q, buf_g)
     if not complex_:
         return Bound(r, backend.matmul(engine, FA, FB, q, q, G), rF, cF), e, f, kept
     # The embedding's floors are [[FBr, FBi], [FBi, FBr]], so its floor GEMM is
@@ -262,16 +262,6 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
     np.concatenate((FA[..., h:], FA[..., :h]), axis=-1, out=swapped)
     backend.matmul(engine, swapped, FB, q, q, G[..., n:])
     return Bound(r, G, rF, tile(cF)), e, f, kept
-
-
-def _floor_gemm_out(shape, bound: int, buf):
-    """The destination of the floor GEMM: FP32 where its entries (integers at most
-    ``bound``) are exact there (half the bytes for the passes that read it), else
-    FP64; in the memory of ``buf`` (FP64, C-contiguous, ``shape``) when given."""
-    dtype = np.float32 if bound <= engines.FP32_EXACT else np.float64
-    if buf is None:
-        return np.empty(shape, dtype)
-    return buf.reshape(-1).view(dtype)[:buf.size].reshape(shape)
 
 
 def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, scheme: str,

@@ -22,11 +22,24 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["Engine", "BlasEngine", "FP8Engine", "Int8Engine", "get_engine",
-           "available_engines", "ENGINES"]
+           "available_engines", "exact_out", "ENGINES", "FP32_EXACT"]
 
 
 #: Integers up to this magnitude are exact in FP32 (24-bit significand).
 FP32_EXACT = 2 ** 24
+
+
+def exact_out(shape: tuple[int, ...], bound: int, buf: np.ndarray | None = None) -> np.ndarray:
+    """The destination of an exact product whose entries are integers at most ``bound``.
+
+    FP32 where they are exact there (``bound <= 2**24``: half the bytes for the
+    passes that read it), else FP64; in the memory of ``buf`` (FP64,
+    C-contiguous, of ``shape``) when given.
+    """
+    dtype = np.float32 if bound <= FP32_EXACT else np.float64
+    if buf is None:
+        return np.empty(shape, dtype)
+    return buf.reshape(-1).view(dtype)[:buf.size].reshape(shape)
 
 
 class Engine:

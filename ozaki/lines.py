@@ -184,6 +184,12 @@ def _norm_shift(maxbits, h):
     return 0 if maxbits == 0 else h - line_exponent(maxbits)
 
 
+@nb.njit(inline="always")
+def _stat_arrays(b, n):
+    """Zeroed ``(maxbits, nonfinite, nonzeros)`` outputs, (b, n) each."""
+    return np.zeros((b, n), np.int64), np.zeros((b, n), np.bool_), np.zeros((b, n), np.int64)
+
+
 @nb.njit(parallel=True, cache=_CACHE)
 def line_norms(X, axis, h):
     """:func:`absmax_bits` and, for ``h > 0``, :func:`norm_sums` at ``h`` in one read of each line.
@@ -198,9 +204,7 @@ def line_norms(X, axis, h):
     """
     b, m, k = X.shape
     n_out = m if axis == 0 else k
-    best = np.zeros((b, n_out), np.int64)
-    bad = np.zeros((b, n_out), np.bool_)
-    nnz = np.zeros((b, n_out), np.int64)
+    best, bad, nnz = _stat_arrays(b, n_out)
     s2 = np.zeros((b if h else 0, n_out if h else 0), np.int64)
     s1 = np.zeros_like(s2)
     if axis == 0:
@@ -227,7 +231,7 @@ def line_norms(X, axis, h):
 
 @nb.njit(inline="always")
 def _floor_shift(maxbits, r):
-    """``e = r - E`` of a line (0 on an all-zero line): :func:`ozaki.scaling.accurate_quantizers`."""
+    """The shift ``e = r - E`` of a line, 0 on an all-zero line (``accurate_quantizers``)."""
     return 0 if maxbits == 0 else r - line_exponent(maxbits)
 
 
@@ -244,9 +248,7 @@ def line_floors(X, axis, r, out, sums):
     """
     b, m, k = X.shape
     n_out = m if axis == 0 else k
-    best = np.zeros((b, n_out), np.int64)
-    bad = np.zeros((b, n_out), np.bool_)
-    nnz = np.zeros((b, n_out), np.int64)
+    best, bad, nnz = _stat_arrays(b, n_out)
     if axis == 0:
         for gi in nb.prange(b * m):
             g = gi // m
