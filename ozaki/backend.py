@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numba
@@ -213,7 +214,6 @@ class CPUBackend:
         threads, n = self.pass_threads(), out.shape[-1]
         if threads < 2 or out.size <= self.split_gemm_above or n < 4096 * threads:
             return engine.matmul(X, Y, amax, bmax, out=out)
-        from concurrent.futures import ThreadPoolExecutor
         edges = [n * i // threads for i in range(threads + 1)]
 
         def block(i):
