@@ -20,10 +20,9 @@ from .backend import Operand, get_backend
 from .engines import Engine
 from .info import OzakiInfo
 from .moduli import auto_num_moduli
-from .pipeline import Options, Prepared, emulate
+from .pipeline import Options, Prepared, emulate, floors_buffer
 from .prepared import PreparedOperand, embed
 from .scaling import quantization_bits
-from .workspace import workspace
 
 __all__ = ["dgemm", "gemm", "zgemm"]
 
@@ -51,10 +50,8 @@ def _stacked(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: i
             return X.stack(complex_, opts.backend)
         op = Operand(embed(X, outer) if complex_ else X, outer)
         floors = None
-        if opts.mode == "accurate":  # the floors with the line data, in the residues' memory
-            floors = (quantization_bits(opts.scheme, op.inner),
-                      workspace().take("ra" if outer == 0 else "rb", op.layout(op.batch),
-                                       np.float32))
+        if opts.mode == "accurate":  # the floors with the line data, in one read
+            floors = (quantization_bits(opts.scheme, op.inner), floors_buffer(op))
         return Prepared(op, opts.backend, norms=opts.mode == "fast", floors=floors)
 
     width = 2 if complex_ else 1

@@ -57,6 +57,12 @@ class Options:
     backend: object
 
 
+def floors_buffer(op: Operand) -> np.ndarray:
+    """Float32 planes (bits' layout) for the floors of an operand that is not kept:
+    the residue planes' workspace, free until the floor GEMM has read them."""
+    return workspace().take("ra" if op.outer == 0 else "rb", op.layout(op.batch), np.float32)
+
+
 class Prepared:
     """An operand with the data that depend on it alone.
 
@@ -184,9 +190,8 @@ def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
     if scratch is None or scratch.shape != shape or scratch.dtype != np.float64 \
             or not scratch.flags.c_contiguous:
         scratch = ws.take("prod", shape)
-    bufs = (None if pa.keep else ws.take("ra", pa.op.layout(pa.op.batch), np.float32),
-            None if pb.keep else ws.take("rb", pb.op.layout(pb.op.batch), np.float32),
-            scratch)
+    bufs = tuple(None if p.keep or got is not None else floors_buffer(p.op)
+                 for p, got in ((pa, floors[0]), (pb, floors[1]))) + (scratch,)
     bd, e, f, (fa, fb) = decisions.bound_data(backend, opts.engine, pa.op, pb.op, la, lb,
                                               opts.scheme, k, floors, bufs, complex_)
     if pa.keep:
