@@ -7,9 +7,9 @@ range (the work per term does not depend on the data).
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
+from ozaki import parallel
 from ozaki.exactdot import dot_rows_cols
 
 
@@ -23,9 +23,7 @@ def main(k: int = 4096, entries: int = 256, repeat: int = 5) -> None:
         "wide 2**e": np.ldexp(np.where(rng.random((2, entries, k)) < 0.5, -1.0, 1.0),
                               rng.integers(-1074, 1024, (2, entries, k))),
     }
-    prev = nb.get_num_threads()
-    nb.set_num_threads(1)
-    try:
+    with parallel.limit(1):
         idx = np.arange(entries, dtype=np.int64)
         tiny = np.ones((1, 1))
         dot_rows_cols(tiny, tiny, [0], [0])  # compile / load the cache
@@ -43,8 +41,6 @@ def main(k: int = 4096, entries: int = 256, repeat: int = 5) -> None:
             dot_rows_cols(Z, Z, np.zeros(4096, np.int64), np.zeros(4096, np.int64))
         dt = (time.perf_counter() - t0) / (20 * 4096)
         print(f"per-entry overhead (k=0): {dt * 1e6:.2f} us")
-    finally:
-        nb.set_num_threads(prev)
 
 
 if __name__ == "__main__":

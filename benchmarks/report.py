@@ -41,6 +41,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_common as bc  # noqa: E402
 
+from ozaki import parallel  # noqa: E402
+
 
 def _git_state() -> str:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -128,26 +130,17 @@ def run(sizes, repeat, mem_n, progress=True, configs=None) -> dict:
         "machine": {"cpu": bc.cpu_model(), "cores": os.cpu_count(),
                     "python": platform.python_version(), "numpy": np.__version__,
                     "numba": numba.__version__,
-                    "numba_threading_layer": _numba_layer(),
-                    "blas": bc.blas_info(),  # after the run: numba's OpenMP is loaded
+                    "pass_threads": parallel.threads(),
+                    "blas": bc.blas_info(),
                     "env": {k: os.environ.get(k) for k in
                             ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
                              "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
-                             "NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER",
-                             "OMP_WAIT_POLICY")},
+                             "NUMBA_NUM_THREADS")},
                     "loadavg_before": load_before, "loadavg_after": load_after},
         "ozaki": {"version": ozaki.__version__, "git": git},
         "sizes": list(sizes), "repeat": repeat,
         "numpy": numpy_by_n, "rows": rows, "memory": memory,
     }
-
-
-def _numba_layer() -> str:
-    try:
-        import numba
-        return numba.threading_layer()
-    except (ValueError, ImportError):  # no parallel region has run
-        return "unknown"
 
 
 def _moduli(r: dict) -> str:
@@ -176,7 +169,7 @@ def markdown(result: dict) -> str:
         for b in m["blas"])
     out = [f"# ozaki.dgemm against numpy DGEMM ({result['date']})", "",
            f"- CPU: {m['cpu']}, {m['cores']} cores; numpy {m['numpy']} with {blas}; "
-           f"numba {m['numba']} ({m['numba_threading_layer']} threading layer)",
+           f"numba {m['numba']} ({m.get('pass_threads', '?')} pass threads)",
            f"- ozaki {result['ozaki']['version']}, git {result['ozaki']['git']}",
            f"- inputs a_ij = (U - 0.5) exp(Z), m = n = k; median of {result['repeat']} "
            f"rounds after one warm-up call; numpy timed interleaved in the same run",

@@ -15,11 +15,22 @@ long double is refused (``TypeError``): nothing here is more precise than FP64.
 
 Non-finite input propagates as in IEEE arithmetic: an output that depends on an
 ``inf`` is non-finite, on a ``nan`` is ``nan``; other lines of the batch keep their bits.
+
+Range: an input whose largest finite magnitude could make some value of the transform
+overflow is scaled by an exact power of two ``2**-s`` first and the result by ``2**s``
+last (``_range_shift`` argues the threshold), so a finite input gives a finite output
+wherever the exact result fits, and ``+-inf`` only where it overflows. Inputs below the
+threshold are not touched.
+
+No axis transformed (``axes=()``, or a 0-d input of ``fftn``/``ifftn``): the complex
+transforms return ``np.asarray(x)`` itself, of the input's dtype, as scipy.fft does; the
+real ones raise ``ValueError``, as scipy.fft does.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import operator
 import os
 from collections import OrderedDict
@@ -29,12 +40,14 @@ from typing import Any
 
 import numpy as np
 
+from ozaki import parallel
+
 from .kernels import transpose
 from .plan import Plan
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2",
-           "irfft2", "rfftn", "irfftn", "hfft", "ihfft", "get_plan", "PLAN_CACHE_SIZE",
-           "PLAN_CACHE_BYTES"]
+           "irfft2", "rfftn", "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn",
+           "get_plan", "PLAN_CACHE_SIZE", "PLAN_CACHE_BYTES"]
 
 PLAN_CACHE_SIZE = 32  #: most plans :func:`get_plan` keeps (least recently used dropped)
 PLAN_CACHE_BYTES = 1 << 30  #: most bytes of plans it keeps (:attr:`Plan.nbytes`)
@@ -116,18 +129,13 @@ def _workers(workers) -> int | None:
 
 @contextlib.contextmanager
 def _threads(workers):
-    """Cap the passes' threads (numba's count, local to the calling thread)."""
+    """Cap the passes' threads (:func:`ozaki.parallel.limit`, local to the calling thread)."""
     w = _workers(workers)
     if w is None:
         yield
         return
-    import numba
-    before = numba.get_num_threads()
-    numba.set_num_threads(max(1, min(w, numba.config.NUMBA_NUM_THREADS)))
-    try:
+    with parallel.limit(min(w, parallel.default_threads())):
         yield
-    finally:
-        numba.set_num_threads(before)
 
 
 def _axes(shape: tuple, s, axes, real: bool = False) -> tuple[list[int], list[int | None]]:
@@ -229,6 +237,80 @@ def _along(S: np.ndarray, axis: int, plan: Plan, real_in=False, real_out=False) 
     return np.moveaxis(out, 1 - real_out, axis + 1 - real_out)
 
 
+# --- range: inputs near overflow ---------------------------------------------------------
+
+#: The largest ``e + g`` left unscaled (``M < 2**e``, the plans' growth ``2**g``).
+SAFE_EXPONENT = 1020
+
+
+def _largest(a: np.ndarray) -> float:
+    """The largest magnitude among the finite real and imaginary parts of ``a`` (0 if none)."""
+    if not a.size:
+        return 0.0
+    parts = (a.real, a.imag) if np.iscomplexobj(a) else (a,)
+    top = 0.0
+    for p in parts:
+        hi, lo = float(p.max()), float(p.min())
+        if not (math.isfinite(hi) and math.isfinite(lo)):  # inf or nan: finite ones only
+            p = np.abs(p[np.isfinite(p)])
+            hi, lo = (float(p.max()), 0.0) if p.size else (0.0, 0.0)
+        top = max(top, hi, -lo)
+    return top
+
+
+def _range_shift(a: np.ndarray, plans: Sequence[Plan]) -> int:
+    """``s >= 0`` such that no value of the transform of ``2**-s a`` can overflow.
+
+    Let ``M < 2**e`` be the largest finite real or imaginary part of ``a``: complex
+    moduli are below ``sqrt(2) M``. The transform runs its plans one after another,
+    and :attr:`Plan.growth` bounds how far plan ``k`` can magnify the largest modulus,
+    by ``2**g_k`` in exact arithmetic: a DFT stage of length ``r`` by ``r`` (each output
+    is a sum of ``r`` unit-modulus multiples of its inputs, the twiddles have modulus 1),
+    Bluestein's prime stage by ``2 p**2`` inside (its chirp products have modulus 1, its
+    kernel at most ``(2p - 1) / L``) and ``p`` at its output. With ``g = sum g_k`` every
+    exact value is below ``sqrt(2) 2**(e + g)``. Computed values differ by rounding: each
+    stage product is FP64-grade (ozaki's ``u |Y| + u ||f|| ||x||`` with ``||f|| ||x|| <=
+    r mu`` for the largest input modulus ``mu``, or exactly rounded), each twiddle or
+    chirp product adds two roundings, so a stage grows its bound by a factor ``1 + 8u``
+    at most, under 2 over all stages: every computed value is below ``2 sqrt(2)
+    2**(e + g)``. The emulated products' own scaling is by powers of two read from
+    exponents and is exact, and their ``(|A||B|)_ij`` (the sums of magnitudes of
+    ``2r`` real products, at most ``sqrt(2)`` times the stage's modulus bound) stay below
+    ``4 * 2**(e + g)``. So ``e + g <= SAFE_EXPONENT = 1020`` keeps every value, and every
+    ``(|A||B|)_ij``, below ``2**1022``: nothing overflows, and no product comes near
+    ozaki's overflow guard (``2**1023``, where entries are recomputed exactly). The
+    normalisation (division by ``n`` or ``sqrt(n)``) only shrinks values.
+
+    Above it, ``s = e + g - SAFE_EXPONENT`` brings ``M 2**-s`` below ``2**(1020 - g)``. The
+    scaling is exact except for entries below ``2**(s - 1022)`` (they round into the
+    subnormal range: less than ``2**-1000 M``, far below the FP64-grade bound), and since
+    ozaki's products, the twiddle products and the normalisation commute with powers of
+    two (the same bits, scaled, when nothing over- or underflows), the scaled transform
+    gives the old bits wherever the old one neither overflowed nor underflowed. Scaling
+    the result back by ``2**s`` is exact, except where it overflows (``+-inf``: the
+    rounded result exceeds the range) or where the scaled result was subnormal.
+    """
+    top = _largest(a)
+    if top == 0.0:
+        return 0
+    e = math.frexp(top)[1]  # top < 2**e
+    g = sum(p.growth for p in plans)
+    return max(0, e + g - SAFE_EXPONENT)
+
+
+def _shrink(a: np.ndarray, shift: int) -> np.ndarray:
+    """``a 2**-shift`` (a new array; ``a`` itself when ``shift`` is 0)."""
+    return a * 2.0 ** -shift if shift else a
+
+
+def _restore(S: np.ndarray, shift: int) -> np.ndarray:
+    """``S 2**shift``: exact, or ``+-inf`` where the result overflows (``S`` when 0)."""
+    if not shift:
+        return S
+    with np.errstate(over="ignore"):
+        return S * 2.0 ** shift
+
+
 def _scale(S: np.ndarray, norm: str, inverse: bool, total: int) -> np.ndarray:
     kind = ({"backward": "none", "forward": "n", "ortho": "sqrt"}[norm] if not inverse else
             {"backward": "n", "forward": "none", "ortho": "sqrt"}[norm])
@@ -253,24 +335,30 @@ def _c2c(x, s, axes, norm, inverse, workers, plan):
     axes, s = _axes(a.shape, s, axes)
     _check_plans(plan, len(axes))
     norm = _norm(norm)
+    if not axes:  # as scipy.fft: the input itself, of its own dtype (workers still checked)
+        _workers(workers)
+        return np.asarray(x)
     for ax, n in zip(axes, s):
         a = _resize(a, ax, n if n is not None else _length(a.shape[ax]))
     order = list(reversed(list(enumerate(axes))))
-    real = not np.iscomplexobj(a) and bool(axes)
+    real = not np.iscomplexobj(a)
     with _threads(workers):
+        plans = {i: _plan_for(plan, i, a.shape[ax]) for i, ax in order}
+        shift = _range_shift(a, list(plans.values()))
+        a = _shrink(a, shift)
         if real:  # real input enters through [Fr; Fi] (conj(x) = x for the inverse)
             i, ax = order.pop(0)
-            S = _along(a, ax, _plan_for(plan, i, a.shape[ax]), real_in=True)
+            S = _along(a, ax, plans[i], real_in=True)
         else:
             S = _split(a)
             if inverse:
                 S[1] = -S[1]
         for i, ax in order:
-            S = _along(S, ax, _plan_for(plan, i, a.shape[ax]))
+            S = _along(S, ax, plans[i])
     if inverse:
         S[1] = -S[1]
     total = int(np.prod([a.shape[ax] for ax in axes], dtype=np.int64))
-    return _finish(_scale(S, norm, inverse, total) if axes else S, single, False)
+    return _finish(_restore(_scale(S, norm, inverse, total), shift), single, False)
 
 
 def _r2c(x, s, axes, norm, workers, plan, conj_out=False, swap=False):
@@ -285,12 +373,15 @@ def _r2c(x, s, axes, norm, workers, plan, conj_out=False, swap=False):
     last = axes[-1]
     n_last = a.shape[last]
     with _threads(workers):
-        S = _along(a, last, _plan_for(plan, len(axes) - 1, n_last), real_in=True)
+        plans = [_plan_for(plan, i, a.shape[ax]) for i, ax in enumerate(axes)]
+        shift = _range_shift(a, plans)
+        a = _shrink(a, shift)
+        S = _along(a, last, plans[-1], real_in=True)
         S = S[(slice(None),) * (last + 1) + (slice(0, n_last // 2 + 1),)]
         for i, ax in reversed(list(enumerate(axes[:-1]))):
-            S = _along(np.ascontiguousarray(S), ax, _plan_for(plan, i, a.shape[ax]))
+            S = _along(np.ascontiguousarray(S), ax, plans[i])
     total = int(np.prod([a.shape[ax] for ax in axes], dtype=np.int64))
-    S = _scale(S, _swap(norm) if swap else norm, False, total)
+    S = _restore(_scale(S, _swap(norm) if swap else norm, False, total), shift)
     if conj_out:
         S = S.copy()
         S[1] = -S[1]
@@ -308,16 +399,20 @@ def _c2r(x, s, axes, norm, workers, plan, conj_in=False, swap=False):
     for ax, n in zip(axes[:-1], s[:-1]):
         a = _resize(a, ax, n if n is not None else _length(a.shape[ax]))
     a = _resize(a, last, n_last // 2 + 1)
-    S = _split(a)
-    if not conj_in:  # inverse: conj(DFT(conj(x))); hfft's forward transform of conj(x) is this
-        S[1] = -S[1]
     with _threads(workers):
+        plans = [_plan_for(plan, i, a.shape[ax]) for i, ax in enumerate(axes[:-1])]
+        plans.append(_plan_for(plan, len(axes) - 1, n_last))
+        shift = _range_shift(a, plans)
+        S = _split(_shrink(a, shift))
+        if not conj_in:  # inverse: conj(DFT(conj(x))); hfft's forward transform of conj(x)
+            S[1] = -S[1]
         for i, ax in reversed(list(enumerate(axes[:-1]))):
-            S = _along(S, ax, _plan_for(plan, i, a.shape[ax]))
+            S = _along(S, ax, plans[i])
         full = _complete(S, last, n_last)
-        R = _along(full, last, _plan_for(plan, len(axes) - 1, n_last), real_out=True)
+        R = _along(full, last, plans[-1], real_out=True)
     total = int(np.prod([a.shape[ax] for ax in axes[:-1]], dtype=np.int64)) * n_last
-    return _finish(_scale(R, _swap(norm) if swap else norm, True, total), single, True)
+    R = _restore(_scale(R, _swap(norm) if swap else norm, True, total), shift)
+    return _finish(R, single, True)
 
 
 def _complete(S: np.ndarray, last: int, n_last: int) -> np.ndarray:
@@ -456,3 +551,34 @@ def ihfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, pla
     """Inverse of :func:`hfft` (``scipy.fft.ihfft``'s signature): ``conj(rfft(x)) / n``."""
     return _r2c(x, _one(n), [axis], norm, workers, plan, conj_out=True,
                 swap=True)
+
+
+def hfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
+    """2-D DFT of a Hermitian-symmetric signal (``scipy.fft.hfft2``'s signature); see
+    :func:`hfftn`."""
+    return _c2r(x, s, axes, norm, workers, plan, conj_in=True, swap=True)
+
+
+def hfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
+    """N-D DFT of a Hermitian-symmetric signal, real output (``scipy.fft.hfftn``'s signature).
+
+    As in scipy, ``hfftn(x, s, axes, norm) == irfftn(conj(x), s, axes, norm')`` with the
+    normalisation's direction swapped (``"backward"`` <-> ``"forward"``): ``x`` is the half
+    spectrum along the last of ``axes`` (output length ``s[-1]``, default ``2 (m - 1)``).
+    It runs :func:`irfftn`'s steps without its conjugations.
+    """
+    return _c2r(x, s, axes, norm, workers, plan, conj_in=True, swap=True)
+
+
+def ihfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
+    """Inverse of :func:`hfft2` (``scipy.fft.ihfft2``'s signature); see :func:`ihfftn`."""
+    return _r2c(x, s, axes, norm, workers, plan, conj_out=True, swap=True)
+
+
+def ihfftn(x, s=None, axes=None, norm=None, overwrite_x=False, workers=None, *, plan=None):
+    """Inverse of :func:`hfftn` for real input (``scipy.fft.ihfftn``'s signature).
+
+    As in scipy, ``ihfftn(x, s, axes, norm) == conj(rfftn(x, s, axes, norm'))`` with the
+    normalisation's direction swapped: half of the last axis, ``n // 2 + 1`` outputs.
+    """
+    return _r2c(x, s, axes, norm, workers, plan, conj_out=True, swap=True)

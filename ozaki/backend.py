@@ -1,11 +1,11 @@
-"""The backend: the array namespace, the O(n^2) passes, the lock and the engines.
+"""The backend: the array namespace, the O(n^2) passes, their threads and the engines.
 
 The phases (:mod:`ozaki.decisions`, :mod:`ozaki.pipeline`) are written against
 this seam: they hold operands as :class:`Operand` stacks and call the passes
 below, never a compiled kernel directly. The CPU backend runs numba kernels
-(:mod:`ozaki.kernels`) under one re-entrant lock and multiplies on the CPU
-engines (:mod:`ozaki.engines`); a GPU backend replaces the passes and the
-engines, not the phases.
+(:mod:`ozaki.kernels`) on its own threads (:mod:`ozaki.parallel`: no lock, safe
+across ``fork``) and multiplies on the CPU engines (:mod:`ozaki.engines`); a
+GPU backend replaces the passes and the engines, not the phases.
 
 Operands are **stacks**: ``A`` of shape (b, m, k) has its shifts on rows, ``B``
 of shape (b, k, n) on columns; a 2-D operand is a stack of one, and a stack of
@@ -20,10 +20,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numba
 import numpy as np
 
-from . import bounds, kernels, lines, reconstruct, residues
+from . import bounds, lines, parallel, reconstruct, residues
 from .engines import ENGINES, BlasEngine, Engine, get_engine
 
 __all__ = ["Operand", "CPUBackend", "get_backend", "pow2mod", "MAX_EXPONENT"]
@@ -107,14 +106,13 @@ class Operand:
 class CPUBackend:
     """numpy arrays, numba passes, the CPU engines.
 
-    Every compiled pass runs under :data:`lock` (numba's default threading
-    layer may not be entered from two Python threads at once); BLAS runs
-    outside it. Each pass is exact (see :mod:`ozaki.kernels`).
+    The compiled passes release the GIL and run on :mod:`ozaki.parallel`'s
+    threads; calls from several Python threads run theirs at the same time.
+    BLAS runs on its own threads. Each pass is exact (see :mod:`ozaki.kernels`).
     """
 
     name = "cpu"
     xp = np
-    lock = kernels.LOCK
     _local = threading.local()
     #: Below this many elements per pass, the passes run on the calling thread:
     #: waking the worker threads costs more than the pass (10 us against 30 us to
@@ -125,38 +123,31 @@ class CPUBackend:
     def sized(self, elements: int):
         """Run the passes of a call whose largest plane has ``elements`` entries.
 
-        Small calls run their passes on one thread (results do not depend on
-        the thread count); the thread count is restored afterwards.
+        Small calls run their passes on the calling thread alone (results do not
+        depend on the thread count).
         """
         if elements >= self.serial_below:
             yield
             return
-        with self.lock:  # its first entry starts numba's threads with the wait policy
-            pass
-        before = numba.get_num_threads()
-        numba.set_num_threads(1)
-        try:
+        with parallel.limit(1):
             yield
-        finally:
-            numba.set_num_threads(before)
 
     def pass_threads(self) -> int:
-        """Threads the passes may use (numba's count for the calling thread)."""
-        return numba.get_num_threads()
+        """Threads the passes may use (:func:`ozaki.parallel.threads`, the calling thread's)."""
+        return parallel.threads()
 
     @contextlib.contextmanager
     def serial_passes(self):
-        """This thread's passes run serially, without the GIL and outside the lock.
+        """This thread's passes run on the calling thread alone.
 
-        For pieces of a product on worker threads: the serial builds of the
-        passes (:func:`ozaki.residues.split_residues_serial`,
-        :func:`ozaki.reconstruct.serial_kernel`) never enter numba's
-        threading layer, so several threads may run them at once. Only these
-        passes have serial builds; the caller sends nothing else.
+        For pieces of a product on worker threads: each piece's passes stay on
+        its thread, and the CRT of short exact products takes the kernel
+        specialised per count (:func:`ozaki.reconstruct.serial_kernel`).
         """
         self._local.serial = True
         try:
-            yield
+            with parallel.limit(1):
+                yield
         finally:
             self._local.serial = False
 
@@ -232,13 +223,11 @@ class CPUBackend:
 
     def line_stats(self, op: Operand):
         """``(maxbits, nonfinite, nonzeros)`` per line, each of shape (b, lines)."""
-        with self.lock:
-            return lines.absmax_bits(op.bits, op.axis)
+        return lines.absmax_bits(op.bits, op.axis)
 
     def line_norms(self, op: Operand, h: int):
         """:meth:`line_stats` and :meth:`norm_sums` at ``shift = h - E`` in one read of ``op``."""
-        with self.lock:
-            return lines.line_norms(op.bits, op.axis, h)
+        return lines.line_norms(op.bits, op.axis, h)
 
     def line_floors(self, op: Operand, r: int, out: np.ndarray):
         """:meth:`line_stats` and the floors at ``r`` (:meth:`quantize` at the shifts
@@ -248,14 +237,12 @@ class CPUBackend:
         layout, float32) and their exact FP64 sums along each line.
         """
         acc = np.zeros((op.batch, op.lines), np.int64)
-        with self.lock:
-            stats = lines.line_floors(op.bits, op.axis, r, out, acc)
+        stats = lines.line_floors(op.bits, op.axis, r, out, acc)
         return stats, op.plane(out), acc.astype(np.float64)  # integers below 2**53
 
     def norm_sums(self, op: Operand, shift: np.ndarray):
         """Exact ``(sum F**2, sum F)`` per line of ``F = floor(|x| 2**shift)`` (int64)."""
-        with self.lock:
-            return lines.norm_sums(op.bits, shift, op.axis)
+        return lines.norm_sums(op.bits, shift, op.axis)
 
     def quantize(self, op: Operand, shift: np.ndarray, out: np.ndarray, sums: bool = False):
         """Floors ``floor(|x| 2**shift)`` into ``out`` (bits' layout, any float dtype).
@@ -265,8 +252,7 @@ class CPUBackend:
         """
         srow, scol = op._shifts(shift)
         acc = np.zeros((out.shape[0], op.lines) if sums else (0, 0), np.int64)
-        with self.lock:
-            lines.quantize_down(op.bits, srow, scol, out, acc, op.axis)
+        lines.quantize_down(op.bits, srow, scol, out, acc, op.axis)
         # integers below 2**53: exact in FP64
         return (op.plane(out), acc.astype(np.float64)) if sums else op.plane(out)
 
@@ -293,20 +279,11 @@ class CPUBackend:
         if split:
             r1, r2 = residues.split_factors(srow)
             c1, c2 = residues.split_factors(scol)
-            args = (bits.view(np.float64), j0, r1, r2, c1, c2,
-                    residues.split_constants(tuple(moduli)), out, int(split))
-            if self._serial():
-                residues.split_residues_serial(*args)
-            else:
-                with self.lock:
-                    residues.split_residues(*args)
+            residues.split_residues(bits.view(np.float64), j0, r1, r2, c1, c2,
+                                    residues.split_constants(tuple(moduli)), out, int(split))
             return op.plane(out)
-        if self._serial():  # pragma: no cover - the caller's promise
-            raise AssertionError("serial passes serve split residues only")
-        with self.lock:
-            for q, p in enumerate(moduli):
-                residues.gather_residues(bits, j0, srow, scol, float(p), 1.0 / p, pow2mod(p),
-                                         out[q])
+        for q, p in enumerate(moduli):
+            residues.gather_residues(bits, j0, srow, scol, float(p), 1.0 / p, pow2mod(p), out[q])
         return op.plane(out)
 
     # -- passes on products ---------------------------------------------------
@@ -327,32 +304,28 @@ class CPUBackend:
     def reduce_into(self, acc, prod, p: int, first: bool, bound: int = 2 ** 53) -> None:
         """``acc (+)= smod(prod, p)`` (k-blocks of a modular product, ``|prod| <= bound``)."""
         pf, pinv, c26 = modular_constants(p)
-        with self.lock:
-            reconstruct.reduce_into(self._out(acc), self._flat(prod), pf, pinv, c26, first,
-                                    _short(bound))
+        reconstruct.reduce_into(self._out(acc), self._flat(prod), pf, pinv, c26, first,
+                                _short(bound))
 
     def store(self, prod, p: int, out, bound: int = 2 ** 53) -> None:
         """``out = smod(prod, p)`` in the store's small integer type (``|prod| <= bound``)."""
         pf, pinv, c26 = modular_constants(p)
-        with self.lock:
-            reconstruct.store_residues(self._flat(prod), pf, pinv, c26, self._out(out),
-                                       _short(bound))
+        reconstruct.store_residues(self._flat(prod), pf, pinv, c26, self._out(out),
+                                   _short(bound))
 
     def complex_store(self, p1, p2, p3, p: int, out, n: int, bound: int = 2 ** 53) -> None:
         """Gauss: ``out[..., :n] = smod(P1 - P2)``, ``out[..., n:] = smod(P3 - P1 - P2)``
         (``|P| <= bound``)."""
         pf, pinv, c26 = modular_constants(p)
-        with self.lock:
-            reconstruct.complex_residues(self._flat(p1), self._flat(p2), self._flat(p3),
-                                         pf, pinv, c26, _short(bound), self._out(out))
+        reconstruct.complex_residues(self._flat(p1), self._flat(p2), self._flat(p3),
+                                     pf, pinv, c26, _short(bound), self._out(out))
 
     def add_halves(self, x, axis: int, p: int, out) -> np.ndarray:
         """``out = smod(x_1 + x_2, p)`` for the halves of the residue planes ``x``
         (b, r, c) along ``axis`` (-1: columns, -2: rows), exact."""
         x = np.ascontiguousarray(x)
         half = x.shape[axis] // 2
-        with self.lock:
-            reconstruct.add_halves(x, half, axis == -2, float(p), 1.0 / p, out)
+        reconstruct.add_halves(x, half, axis == -2, float(p), 1.0 / p, out)
         return out
 
     def reconstruct(self, store, plan, s, t, out, c0: int = 0, products: bool = False,
@@ -372,17 +345,14 @@ class CPUBackend:
             N, L = plan.weights.shape
             reconstruct.serial_kernel(N, L, bool(products), args[-1])(*args)
             return
-        with self.lock:
-            reconstruct.reconstruct(*args)
+        reconstruct.reconstruct(*args)
 
     def upper_rowmax(self, G, rF, cF, nA, nB):
-        with self.lock:
-            return bounds.upper_rowmax(G, rF, cF, nA, nB)
+        return bounds.upper_rowmax(G, rF, cF, nA, nB)
 
     def upper_scaled_colmax(self, G, rF, cF, nA, nB, sigma):
         """Scaled column maxima (K, b, n) of ``U`` for ``K`` sets of row shifts (K, b, m)."""
-        with self.lock:
-            return bounds.upper_scaled_colmax(G, rF, cF, nA, nB, sigma)
+        return bounds.upper_scaled_colmax(G, rF, cF, nA, nB, sigma)
 
     def asarray(self, X: Any) -> np.ndarray:
         return np.asarray(X)

@@ -22,6 +22,7 @@ import numba as nb
 import numpy as np
 
 from .kernels import _CACHE, POW2, column_chunk, column_chunks
+from .parallel import run
 from .reconstruct import ldexp
 
 __all__ = ["upper", "upper_rowmax", "upper_scaled_colmax", "componentwise_ratios",
@@ -47,17 +48,23 @@ def upper(Gij, rFi, cFj, ni, nj):
     return Gij + rFi + cFj + min(ni, nj) if nj > 0.0 else 0.0
 
 
-@nb.njit(parallel=True, cache=_CACHE)
 def _columns(cF, nB):
     """Contiguous copies ``(cF, float(nB))`` of the column data, shapes (b, n) (exact)."""
-    b, n = cF.shape
-    cf = np.empty((b, n))
-    nbf = np.empty((b, n))
-    for g in nb.prange(b):
-        for j in range(n):
-            cf[g, j] = cF[g, j]
-            nbf[g, j] = float(nB[g, j])
-    return cf, nbf
+    return (np.ascontiguousarray(cF, dtype=np.float64),
+            np.ascontiguousarray(nB, dtype=np.float64))  # counts below 2**53
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def _max_over_chunks(t0, t1, part, out):
+    """``out[..., g, i] = max(0, max_c part[..., g, c, i])`` for the slices ``g`` in ``t0:t1``
+    (part (K, b, nchunks, m), out (K, b, m); exact, order-free)."""
+    K, _, nchunks, m = part.shape
+    for g in range(t0, t1):
+        for q in range(K):
+            for c in range(nchunks):
+                for i in range(m):
+                    v = part[q, g, c, i]
+                    out[q, g, i] = v if v > out[q, g, i] else out[q, g, i]
 
 
 #: Lanes of partial maxima (:func:`_row_max`, :func:`_lane_max`).
@@ -108,7 +115,22 @@ def _row_max(Gr, rFi, cg, ng, ni, j0, j1, u, acc):
     return best
 
 
-@nb.njit(parallel=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=_CACHE)
+def _rowmax_chunks(t0, t1, G, rF, cf, nbf, nA, part, nchunks, width):
+    """Tasks ``t0:t1`` of :func:`upper_rowmax`: a chunk of columns, all the rows of a slice."""
+    m, n = G.shape[1], G.shape[2]
+    for gc in range(t0, t1):
+        g, j0, j1 = column_chunk(gc, nchunks, n, width)
+        c = gc - g * nchunks
+        u = np.empty(min(_BLOCK, max(1, j1 - j0)))
+        acc = np.empty(_LANES)
+        for i in range(m):
+            ni = float(nA[g, i])
+            if ni > 0.0:  # an all-zero row: U = 0
+                part[0, g, c, i] = _row_max(G[g, i], rF[g, i], cf[g], nbf[g], ni, j0, j1, u,
+                                            acc)
+
+
 def upper_rowmax(G, rF, cF, nA, nB):
     """``max_j U_gij`` per row, shape (b, m) (exact; integer maxima).
 
@@ -119,38 +141,18 @@ def upper_rowmax(G, rF, cF, nA, nB):
     b, m, n = G.shape
     cf, nbf = _columns(cF, nB)
     width, nchunks = column_chunks(n)
-    part = np.zeros((b, nchunks, m))
-    for gc in nb.prange(b * nchunks):
-        g, j0, j1 = column_chunk(gc, nchunks, n, width)
-        c = gc - g * nchunks
-        u = np.empty(min(_BLOCK, max(1, j1 - j0)))
-        acc = np.empty(_LANES)
-        for i in range(m):
-            ni = float(nA[g, i])
-            if ni > 0.0:  # an all-zero row: U = 0
-                part[g, c, i] = _row_max(G[g, i], rF[g, i], cf[g], nbf[g], ni, j0, j1, u, acc)
-    out = np.zeros((b, m))
-    for g in nb.prange(b):
-        for c in range(nchunks):
-            for i in range(m):
-                v = part[g, c, i]
-                out[g, i] = v if v > out[g, i] else out[g, i]
-    return out
+    part = np.zeros((1, b, nchunks, m))
+    run(_rowmax_chunks, b * nchunks, G, rF, cf, nbf, nA, part, nchunks, width)
+    out = np.zeros((1, b, m))
+    run(_max_over_chunks, b, part, out)
+    return out[0]
 
 
-@nb.njit(parallel=True, cache=_CACHE)
-def upper_scaled_colmax(G, rF, cF, nA, nB, sigma):
-    """``max_i U_gij * 2**sigma[q, g, i]`` per column, shape (K, b, n), for ``K`` sets of shifts.
-
-    Exact (scalings by powers of two of integers); one pass over ``G`` serves
-    every ``q``: a row's ``U`` is formed once per chunk of columns.
-    """
-    K, b, m = sigma.shape
-    n = G.shape[2]
-    cf, nbf = _columns(cF, nB)
-    out = np.zeros((K, b, n))
-    width, nchunks = column_chunks(n)
-    for gc in nb.prange(b * nchunks):
+@nb.njit(nogil=True, cache=_CACHE)
+def _colmax_chunks(t0, t1, G, rF, cf, nA, nbf, sigma, out, nchunks, width):
+    """Tasks ``t0:t1`` of :func:`upper_scaled_colmax`: a chunk of columns of a slice."""
+    K, m, n = sigma.shape[0], G.shape[1], G.shape[2]
+    for gc in range(t0, t1):
         g, j0, j1 = column_chunk(gc, nchunks, n, width)
         u = np.empty(j1 - j0)
         cg, ng = cf[g], nbf[g]
@@ -167,6 +169,20 @@ def upper_scaled_colmax(G, rF, cF, nA, nB, sigma):
                 for j in range(J0, J1):
                     v = u[j - J0] * f
                     o[j] = v if v > o[j] else o[j]
+
+
+def upper_scaled_colmax(G, rF, cF, nA, nB, sigma):
+    """``max_i U_gij * 2**sigma[q, g, i]`` per column, shape (K, b, n), for ``K`` sets of shifts.
+
+    Exact (scalings by powers of two of integers); one pass over ``G`` serves
+    every ``q``: a row's ``U`` is formed once per chunk of columns.
+    """
+    K, b, m = sigma.shape
+    n = G.shape[2]
+    cf, nbf = _columns(cF, nB)
+    out = np.zeros((K, b, n))
+    width, nchunks = column_chunks(n)
+    run(_colmax_chunks, b * nchunks, G, rF, cf, nA, nbf, sigma, out, nchunks, width)
     return out
 
 
@@ -210,31 +226,12 @@ def _ratio_block(G, cf, nbf, pt, f, bound, g, i, q, ni, rFi, ps, R, g2, safety, 
     return fails
 
 
-@nb.njit(parallel=True, error_model="numpy", cache=_CACHE)
-def componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, ratio, bound,
-                         probe):
-    """Per-entry ratio of the certified bound to the target (:mod:`ozaki.certify`), ``K`` counts.
-
-    A stack of ``b`` products: ``G`` (b, m, n), row data (b, m), column data
-    (b, n); per count ``q`` the extra shifts ``sigma`` (K, b, m), ``tau`` (K, b, n)
-    and the plan terms ``R``, ``g2`` (K, b). Returns per-row maxima of the ratio
-    and per-row counts of entries above 1, shapes (K, b, m); one pass over ``G``
-    serves every count. For the first count (``q = 0``) writes ``ratio`` (per
-    entry) and ``bound`` (the absolute term ``(1+u)(T + 2**-(s+t) R) + 2**-1075``,
-    unscaled) when they have entries. Entries whose upper bound vanishes are
-    exact zeros: ratio 0. With ``probe[q]`` only whether a slice has a failing
-    entry is wanted for count ``q``: a row stops it at its first failing block,
-    and rows skip it once a row of their slice found one, so its counts are
-    then exact only in being nonzero (whichever row finds it).
-    """
-    K, b, m = sigma.shape
-    n = G.shape[2]
-    fill_ratio = ratio.shape[0] > 0
-    fill_bound = bound.shape[0] > 0
-    cf, nbf = _columns(cF, nB)
-    pt = np.empty((K, b, n))  # 2**-tau, exact
-    fmax = np.empty(b, np.int64)
-    for g in nb.prange(b):
+@nb.njit(nogil=True, cache=_CACHE)
+def _column_terms(t0, t1, f, tau, fmax, pt):
+    """Slices ``t0:t1`` of :func:`componentwise_ratios`' column terms: ``max_j f`` and
+    ``2**-tau`` (exact)."""
+    K, n = tau.shape[0], tau.shape[2]
+    for g in range(t0, t1):
         top = -(1 << 62)
         for j in range(n):
             top = max(top, f[g, j])
@@ -242,15 +239,17 @@ def componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, rat
         for q in range(K):
             for j in range(n):
                 pt[q, g, j] = POW2[-tau[q, g, j] + 1022]
-    # tasks: a chunk of columns (its column data stay in cache) and a block of rows;
-    # each row's maximum and count per chunk, combined below (exact in any order)
-    width, nchunks = column_chunks(n)
-    rblocks = (m + _ROWS - 1) // _ROWS
-    partmax = np.zeros((K, b, nchunks, m))
-    partfail = np.zeros((K, b, nchunks, m), np.int64)
-    found = np.zeros((K, b), np.bool_)
+
+
+@nb.njit(nogil=True, error_model="numpy", cache=_CACHE)
+def _ratio_tasks(t0, t1, G, rF, cf, nA, nbf, sigma, R, g2, e, f, safety, ratio, bound, probe,
+                 fmax, pt, partmax, partfail, found, rblocks, nchunks, width):
+    """Tasks ``t0:t1`` of :func:`componentwise_ratios`: a block of rows by a chunk of columns."""
+    K, m, n = sigma.shape[0], G.shape[1], G.shape[2]
+    fill_ratio = ratio.shape[0] > 0
+    fill_bound = bound.shape[0] > 0
     zero = np.uint64(0)
-    for task in nb.prange(b * rblocks * nchunks):
+    for task in range(t0, t1):
         g = task // (rblocks * nchunks)
         rest = task - g * rblocks * nchunks
         r0 = (rest // nchunks) * _ROWS
@@ -299,32 +298,49 @@ def componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, rat
                 partfail[q, g, c, i] = fails[q]
                 if probe[q] and fails[q] > 0:
                     found[q, g] = True
-    rowmax = np.zeros((K, b, m))
-    rowfail = np.zeros((K, b, m), np.int64)
-    for g in nb.prange(b):
-        for q in range(K):
-            for c in range(nchunks):
-                for i in range(m):
-                    v = partmax[q, g, c, i]
-                    rowmax[q, g, i] = v if v > rowmax[q, g, i] else rowmax[q, g, i]
-                    rowfail[q, g, i] += partfail[q, g, c, i]
-    return rowmax, rowfail
 
 
-@nb.njit(parallel=True, cache=_CACHE)
-def normwise_maxima(E, zero, lo2, hi1, shift):
-    """Fast mode: per slice ``max x`` and ``max alpha`` of :meth:`ozaki.certify.Normwise.terms`.
+def componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, ratio, bound,
+                         probe):
+    """Per-entry ratio of the certified bound to the target (:mod:`ozaki.certify`), ``K`` counts.
 
-    ``x = 2**-(shift + E) / lo2`` and ``alpha = hi1 / lo2`` on nonzero lines, 0 on
-    zero lines (all (b, lines)); the same IEEE operations as the numpy form
-    (``ldexp`` of 1 is exact or, out of range, the same 0 or inf), and maxima do
-    not depend on the order. One pass, no temporaries; NaN propagates as in
-    ``np.max``.
+    A stack of ``b`` products: ``G`` (b, m, n), row data (b, m), column data
+    (b, n); per count ``q`` the extra shifts ``sigma`` (K, b, m), ``tau`` (K, b, n)
+    and the plan terms ``R``, ``g2`` (K, b). Returns per-row maxima of the ratio
+    and per-row counts of entries above 1, shapes (K, b, m); one pass over ``G``
+    serves every count. For the first count (``q = 0``) writes ``ratio`` (per
+    entry) and ``bound`` (the absolute term ``(1+u)(T + 2**-(s+t) R) + 2**-1075``,
+    unscaled) when they have entries. Entries whose upper bound vanishes are
+    exact zeros: ratio 0. With ``probe[q]`` only whether a slice has a failing
+    entry is wanted for count ``q``: a row stops it at its first failing block,
+    and rows skip it once a row of their slice found one, so its counts are
+    then exact only in being nonzero (whichever row finds it).
     """
-    b, n = E.shape
-    xm = np.zeros(b)
-    am = np.zeros(b)
-    for g in nb.prange(b):
+    K, b, m = sigma.shape
+    n = G.shape[2]
+    cf, nbf = _columns(cF, nB)
+    pt = np.empty((K, b, n))  # 2**-tau, exact
+    fmax = np.empty(b, np.int64)
+    run(_column_terms, b, f, tau, fmax, pt)
+    # tasks: a chunk of columns (its column data stay in cache) and a block of rows;
+    # each row's maximum and count per chunk, combined below (exact in any order)
+    width, nchunks = column_chunks(n)
+    rblocks = (m + _ROWS - 1) // _ROWS
+    partmax = np.zeros((K, b, nchunks, m))
+    partfail = np.zeros((K, b, nchunks, m), np.int64)
+    found = np.zeros((K, b), np.bool_)
+    run(_ratio_tasks, b * rblocks * nchunks, G, rF, cf, nA, nbf, sigma, R, g2, e, f, safety,
+        ratio, bound, probe, fmax, pt, partmax, partfail, found, rblocks, nchunks, width)
+    rowmax = np.zeros((K, b, m))
+    run(_max_over_chunks, b, partmax, rowmax)
+    return rowmax, partfail.sum(axis=2)
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def _normwise_slices(t0, t1, E, zero, lo2, hi1, shift, xm, am):
+    """Slices ``t0:t1`` of :func:`normwise_maxima`."""
+    n = E.shape[1]
+    for g in range(t0, t1):
         bx = 0.0 if n == 0 else -np.inf
         ba = bx
         for j in range(n):
@@ -336,4 +352,19 @@ def normwise_maxima(E, zero, lo2, hi1, shift):
             bx = x if x > bx or x != x else bx
             ba = a if a > ba or a != a else ba
         xm[g], am[g] = bx, ba
+
+
+def normwise_maxima(E, zero, lo2, hi1, shift):
+    """Fast mode: per slice ``max x`` and ``max alpha`` of :meth:`ozaki.certify.Normwise.terms`.
+
+    ``x = 2**-(shift + E) / lo2`` and ``alpha = hi1 / lo2`` on nonzero lines, 0 on
+    zero lines (all (b, lines)); the same IEEE operations as the numpy form
+    (``ldexp`` of 1 is exact or, out of range, the same 0 or inf), and maxima do
+    not depend on the order. One pass, no temporaries; NaN propagates as in
+    ``np.max``.
+    """
+    b = E.shape[0]
+    xm = np.zeros(b)
+    am = np.zeros(b)
+    run(_normwise_slices, b, E, zero, lo2, hi1, shift, xm, am)
     return xm, am

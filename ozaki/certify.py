@@ -8,7 +8,7 @@ The bound
 ---------
 With ``A' = trunc(diag(2**s) A)``, ``B' = trunc(B diag(2**t))`` and
 ``C~ = diag(2**-s) A'B' diag(2**-t)`` (recovered exactly by the CRT), the
-truncation error is at most (DESIGN.md, "Error bound")::
+truncation error is at most (:doc:`contract`, "The bound and its proof")::
 
     T_ij = sum_l min(2**-s_i, |a_il|) |b_lj| + sum_l |a_il| min(2**-t_j, |b_lj|).
 
@@ -193,10 +193,9 @@ def componentwise(backend, G, rF, cF, nA, nB, e, f, scheme: str, counts, *, rati
     probes = np.array(np.broadcast_to(probe, len(C)), np.bool_)
     probes[0] &= ratio is None and bound is None
     empty = np.zeros((0, 0, 0))
-    with backend.lock:
-        rowmax, rowfail = bounds.componentwise_ratios(
-            G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, _SAFETY,
-            empty if ratio is None else ratio, empty if bound is None else bound, probes)
+    rowmax, rowfail = bounds.componentwise_ratios(
+        G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, _SAFETY,
+        empty if ratio is None else ratio, empty if bound is None else bound, probes)
     top = reduce.max(rowmax.max(axis=2, initial=0.0))
     fails = reduce.sum(rowfail.sum(axis=2))
     certs = [Certificate(c, s, t, x, y, "componentwise")

@@ -89,8 +89,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from . import kernels
 from .kernels import POW2, _unpack
+from .parallel import run
 
 __all__ = ["dot_rows_cols", "exact_matmul", "exact_block", "CARRY_PERIOD", "NLIMBS"]
 
@@ -241,20 +241,11 @@ def _round(acc):
     return -val if neg else val
 
 
-@nb.njit(parallel=True, cache=_CACHE)
-def dot_kernel(X, Y, ii, jj, period, out):
-    """``out[t] = fl(sum_l x_l y_l)`` for ``x = X[ii[t]]``, ``y = Y[jj[t]]`` (int64 bit views).
-
-    ``X`` (p, k) and ``Y`` (q, k) are C-ordered int64 views of float64 data;
-    indices must be in range (checked by the caller). Each output is produced
-    by one thread, terms in index order, with its own accumulator: the result
-    does not depend on the thread count (nor, being exact, on the order).
-    Terms with a non-finite or zero factor are skipped; carries are normalised
-    every ``period`` added terms (``1 <= period < 2**30 - 1``, see the module
-    docstring).
-    """
+@nb.njit(nogil=True, cache=_CACHE)
+def _dot_range(t0, t1, X, Y, ii, jj, period, out):
+    """Outputs ``t0:t1`` of :func:`dot_kernel`."""
     k = X.shape[1]
-    for t in nb.prange(ii.shape[0]):
+    for t in range(t0, t1):
         acc = np.zeros(NLIMBS, np.int64)
         x = X[ii[t]]
         y = Y[jj[t]]
@@ -272,6 +263,20 @@ def dot_kernel(X, Y, ii, jj, period, out):
                 _carry(acc)
                 cnt = 0
         out[t] = _round(acc)
+
+
+def dot_kernel(X, Y, ii, jj, period, out):
+    """``out[t] = fl(sum_l x_l y_l)`` for ``x = X[ii[t]]``, ``y = Y[jj[t]]`` (int64 bit views).
+
+    ``X`` (p, k) and ``Y`` (q, k) are C-ordered int64 views of float64 data;
+    indices must be in range (checked by the caller). Each output is produced
+    by one task, terms in index order, with its own accumulator: the result
+    does not depend on the thread count (nor, being exact, on the order).
+    Terms with a non-finite or zero factor are skipped; carries are normalised
+    every ``period`` added terms (``1 <= period < 2**30 - 1``, see the module
+    docstring).
+    """
+    run(_dot_range, ii.shape[0], X, Y, ii, jj, period, out)
 
 
 def _bits(X, name):
@@ -333,9 +338,7 @@ def dot_rows_cols(X, Y, ii, jj, *, period: int = CARRY_PERIOD) -> np.ndarray:
     if not 1 <= period <= _MAX_PERIOD:
         raise ValueError(f"period must be in [1, {_MAX_PERIOD}], got {period}")
     out = np.empty(ii.shape[0])
-    if out.size:
-        with kernels.LOCK:
-            dot_kernel(Xb, Yb, ii, jj, period, out)
+    dot_kernel(Xb, Yb, ii, jj, period, out)
     return out
 
 

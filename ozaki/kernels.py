@@ -1,17 +1,19 @@
 """The rules of the compiled passes (numba), and the primitives they share.
 
 The passes live with their step (:mod:`ozaki.lines`, :mod:`ozaki.residues`,
-:mod:`ozaki.reconstruct`, :mod:`ozaki.bounds`); here are the lock around them,
-the symmetric reductions and the task layouts. Every kernel is exact or rounds
-once, documented per function:
+:mod:`ozaki.reconstruct`, :mod:`ozaki.bounds`) and run their tasks on the
+threads of :mod:`ozaki.parallel`; here are the symmetric reductions and the
+task layouts. Every kernel is exact or rounds once, documented per function:
 
 * operands are read as their IEEE bit patterns (int64 views), so scaling by a
   power of two, truncation and residues are integer operations: no libm call,
   no ``frexp`` of a rounded value, and subnormal inputs are handled exactly;
-* parallel loops run over rows (``prange``) and each output element is produced
-  by one thread in a fixed order: results do not depend on the thread count;
+* a pass is a loop over tasks (rows, chunks of columns, tiles), each range of
+  tasks run by one thread (:func:`ozaki.parallel.run`), and each output element
+  is produced by one task in a fixed order: results do not depend on the thread
+  count;
 * no ``fastmath``: numba does not contract ``a*b + c`` into an FMA without it, so
-  the FMA policy is "none anywhere" (DESIGN.md, step 4);
+  the FMA policy is "none anywhere" (:doc:`algorithm`, "FMA policy");
 * rounding to an integer uses the ``1.5 * 2**52`` constant, exact for
   ``|x| <= 2**51`` and identical on every IEEE machine.
 
@@ -22,69 +24,11 @@ scaled by ``2**(srow[i] + scol[j])``: the row shifts of ``A`` are passed as
 
 from __future__ import annotations
 
-import os
-import threading
-
 import numba as nb
 import numpy as np
 
 _CACHE = True
 
-#: OpenMP wait policy that numba's worker threads start with, unless the process
-#: sets ``OMP_WAIT_POLICY`` itself. Spinning workers take the cores from the BLAS
-#: threads that run next (7x vs 10x numpy measured at n = 1024 on 2 cores).
-WAIT_POLICY = "PASSIVE"
-
-
-@nb.njit(parallel=True, cache=_CACHE)
-def _touch(x):  # pragma: no cover - trivially compiled
-    for i in nb.prange(x.shape[0]):
-        x[i] = i
-
-
-class _KernelLock:
-    """The lock around every compiled call; the first entry starts numba's threads.
-
-    numba's default threading layer may not be entered from two Python threads at
-    once: callers hold this (re-entrant) lock around kernel calls, BLAS runs
-    outside it. The OpenMP runtime reads ``OMP_WAIT_POLICY`` once, when numba
-    loads it at its first parallel launch; that launch happens here, with
-    :data:`WAIT_POLICY` put into the environment for the moment of the launch
-    only (a value the process set wins). ``import ozaki`` and later calls leave
-    ``os.environ`` as they found it.
-    """
-
-    def __init__(self):
-        self._lock = threading.RLock()
-        self._started = False
-
-    def _start(self):
-        self._started = True
-        set_here = "OMP_WAIT_POLICY" not in os.environ and bool(WAIT_POLICY)
-        if set_here:
-            os.environ["OMP_WAIT_POLICY"] = WAIT_POLICY
-        try:
-            _touch(np.empty(2))
-        finally:
-            if set_here:
-                os.environ.pop("OMP_WAIT_POLICY", None)
-
-    def __enter__(self):
-        self._lock.acquire()
-        if not self._started:
-            try:
-                self._start()
-            except BaseException:
-                self._lock.release()
-                raise
-        return self
-
-    def __exit__(self, *exc):
-        self._lock.release()
-        return False
-
-
-LOCK = _KernelLock()
 _MAGIC = 6755399441055744.0  # 1.5 * 2**52
 _TWO26 = 67108864.0
 _TWO_M26 = 1.0 / 67108864.0

@@ -6,8 +6,8 @@ from these passes over its IEEE bit patterns, under the rules of
 :mod:`ozaki.kernels` (integer operations, one thread per output, no fastmath).
 Lines are the rows of ``A`` (``axis`` 0) or the columns of ``B`` (``axis`` 1);
 columns are reduced in chunks (:func:`ozaki.kernels.column_chunks`), each by one
-thread, so the results (integer maxima, counts and sums) do not depend on the
-thread count.
+task, so the results (integer maxima, counts and sums) do not depend on the
+thread count (:mod:`ozaki.parallel`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import numba as nb
 import numpy as np
 
 from .kernels import _CACHE, _HIDDEN, _MANT, column_chunk, column_chunks
+from .parallel import run
 from .scaling import line_exponent
 
 __all__ = ["absmax_bits", "line_floors", "line_norms", "norm_sums", "quantize_down"]
@@ -85,35 +86,12 @@ def _quantized(x, E):
     return v if ex < 0x7FF else 0
 
 
-@nb.njit(parallel=True, cache=_CACHE)
-def quantize_down(X, srow, scol, out, sums, axis):
-    """``out[g, i, j] = floor(|x_gij| * 2**(srow[g, i] + scol[g, j]))`` exactly (non-finite -> 0).
-
-    The caller picks the shifts so that every result is below ``2**20``: it
-    converts exactly through int32, which vectorises (int64 conversions do not
-    on AVX2). ``X`` (bx, r, c) with ``bx`` 1 (shared) or ``b``, as for
-    :func:`ozaki.residues.gather_residues`. ``sums`` (b, lines) of int64, when it
-    has entries, receives the sums of the floors along the lines (rows for
-    ``axis`` 0, columns for 1) in the same pass: exact integers, in any order
-    (the column sums are formed by chunks of columns, one thread a chunk, as in
-    :func:`absmax_bits`).
-    """
+@nb.njit(nogil=True, cache=_CACHE)
+def _quantize_rows(t0, t1, X, srow, scol, out, sums):
+    """Rows ``t0:t1`` (flattened over the stack) of :func:`quantize_down`."""
     b, m, k = out.shape
     bx = X.shape[0]
-    if sums.shape[0] > 0 and axis == 1:
-        width, nchunks = column_chunks(k)
-        for gc in nb.prange(b * nchunks):
-            g, j0, j1 = column_chunk(gc, nchunks, k, width)
-            gx = min(g, bx - 1)
-            sg, cg = sums[g], scol[g]
-            for i in range(m):
-                si, row, o = srow[g, i], X[gx, i], out[g, i]
-                for j in range(np.uint64(j0), np.uint64(j1)):
-                    v = _quantized(row[j], si + cg[j])
-                    o[j] = np.int32(v)
-                    sg[j] += v
-        return
-    for gi in nb.prange(b * m):
+    for gi in range(t0, t1):
         g = gi // m
         i = gi - g * m
         gx = min(g, bx - 1)
@@ -125,6 +103,43 @@ def quantize_down(X, srow, scol, out, sums, axis):
             acc += v
         if sums.shape[0] > 0:
             sums[g, i] = acc
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def _quantize_columns(t0, t1, X, srow, scol, out, sums, nchunks, width):
+    """Column chunks ``t0:t1`` of :func:`quantize_down` with column sums."""
+    b, m, k = out.shape
+    bx = X.shape[0]
+    for gc in range(t0, t1):
+        g, j0, j1 = column_chunk(gc, nchunks, k, width)
+        gx = min(g, bx - 1)
+        sg, cg = sums[g], scol[g]
+        for i in range(m):
+            si, row, o = srow[g, i], X[gx, i], out[g, i]
+            for j in range(np.uint64(j0), np.uint64(j1)):
+                v = _quantized(row[j], si + cg[j])
+                o[j] = np.int32(v)
+                sg[j] += v
+
+
+def quantize_down(X, srow, scol, out, sums, axis):
+    """``out[g, i, j] = floor(|x_gij| * 2**(srow[g, i] + scol[g, j]))`` exactly (non-finite -> 0).
+
+    The caller picks the shifts so that every result is below ``2**20``: it
+    converts exactly through int32, which vectorises (int64 conversions do not
+    on AVX2). ``X`` (bx, r, c) with ``bx`` 1 (shared) or ``b``, as for
+    :func:`ozaki.residues.gather_residues`. ``sums`` (b, lines) of int64, when it
+    has entries, receives the sums of the floors along the lines (rows for
+    ``axis`` 0, columns for 1) in the same pass: exact integers, in any order
+    (the column sums are formed by chunks of columns, one task a chunk, as in
+    :func:`absmax_bits`).
+    """
+    b, m, k = out.shape
+    if sums.shape[0] > 0 and axis == 1:
+        width, nchunks = column_chunks(k)
+        run(_quantize_columns, b * nchunks, X, srow, scol, out, sums, nchunks, width)
+    else:
+        run(_quantize_rows, b * m, X, srow, scol, out, sums)
 
 
 @nb.njit(inline="always")
@@ -151,7 +166,25 @@ def _chunk_norms(Xg, j0, j1, E, a2, a1):
             a1[j] += f
 
 
-@nb.njit(parallel=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=_CACHE)
+def _sums_rows(t0, t1, X, shift, s2, s1):
+    """Rows ``t0:t1`` of :func:`norm_sums` along rows."""
+    m = X.shape[1]
+    for gi in range(t0, t1):
+        g = gi // m
+        i = gi - g * m
+        s2[g, i], s1[g, i] = _row_norms(X[g, i], shift[g, i])
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def _sums_columns(t0, t1, X, shift, s2, s1, nchunks, width):
+    """Column chunks ``t0:t1`` of :func:`norm_sums` along columns."""
+    k = X.shape[2]
+    for gc in range(t0, t1):
+        g, j0, j1 = column_chunk(gc, nchunks, k, width)
+        _chunk_norms(X[g], j0, j1, shift[g, j0:j1], s2[g, j0:j1], s1[g, j0:j1])
+
+
 def norm_sums(X, shift, axis):
     """Exact integer sums of floors ``F = floor(|x| 2**shift)`` along rows (0) or columns (1).
 
@@ -162,19 +195,13 @@ def norm_sums(X, shift, axis):
     gives the same sums). Non-finite entries count 0 (:func:`_quantized`).
     """
     b, m, k = X.shape
-    n_out = m if axis == 0 else k
-    s2 = np.zeros((b, n_out), np.int64)
-    s1 = np.zeros((b, n_out), np.int64)
+    s2 = np.zeros((b, m if axis == 0 else k), np.int64)
+    s1 = np.zeros_like(s2)
     if axis == 0:
-        for gi in nb.prange(b * m):
-            g = gi // m
-            i = gi - g * m
-            s2[g, i], s1[g, i] = _row_norms(X[g, i], shift[g, i])
+        run(_sums_rows, b * m, X, shift, s2, s1)
     else:
         width, nchunks = column_chunks(k)
-        for gc in nb.prange(b * nchunks):
-            g, j0, j1 = column_chunk(gc, nchunks, k, width)
-            _chunk_norms(X[g], j0, j1, shift[g, j0:j1], s2[g, j0:j1], s1[g, j0:j1])
+        run(_sums_columns, b * nchunks, X, shift, s2, s1, nchunks, width)
     return s2, s1
 
 
@@ -184,13 +211,39 @@ def _norm_shift(maxbits, h):
     return 0 if maxbits == 0 else h - line_exponent(maxbits)
 
 
-@nb.njit(inline="always")
 def _stat_arrays(b, n):
     """Zeroed ``(maxbits, nonfinite, nonzeros)`` outputs, (b, n) each."""
     return np.zeros((b, n), np.int64), np.zeros((b, n), np.bool_), np.zeros((b, n), np.int64)
 
 
-@nb.njit(parallel=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=_CACHE)
+def _norms_rows(t0, t1, X, h, best, bad, nnz, s2, s1):
+    """Rows ``t0:t1`` of :func:`line_norms` along rows."""
+    m = X.shape[1]
+    for gi in range(t0, t1):
+        g = gi // m
+        i = gi - g * m
+        row = X[g, i]
+        bb, f, nnz[g, i] = _row_stats(row)
+        best[g, i], bad[g, i] = bb, f > 0
+        if h:
+            s2[g, i], s1[g, i] = _row_norms(row, _norm_shift(bb, h))
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def _norms_columns(t0, t1, X, h, best, bad, nnz, s2, s1, nchunks, width):
+    """Column chunks ``t0:t1`` of :func:`line_norms` along columns."""
+    k = X.shape[2]
+    for gc in range(t0, t1):
+        g, j0, j1 = column_chunk(gc, nchunks, k, width)
+        _chunk_stats(X[g], j0, j1, best[g], bad[g], nnz[g])
+        if h:
+            E = np.empty(j1 - j0, np.int64)
+            for j in range(j1 - j0):
+                E[j] = _norm_shift(best[g, j0 + j], h)
+            _chunk_norms(X[g], j0, j1, E, s2[g, j0:j1], s1[g, j0:j1])
+
+
 def line_norms(X, axis, h):
     """:func:`absmax_bits` and, for ``h > 0``, :func:`norm_sums` at ``h`` in one read of each line.
 
@@ -208,24 +261,10 @@ def line_norms(X, axis, h):
     s2 = np.zeros((b if h else 0, n_out if h else 0), np.int64)
     s1 = np.zeros_like(s2)
     if axis == 0:
-        for gi in nb.prange(b * m):
-            g = gi // m
-            i = gi - g * m
-            row = X[g, i]
-            bb, f, nnz[g, i] = _row_stats(row)
-            best[g, i], bad[g, i] = bb, f > 0
-            if h:
-                s2[g, i], s1[g, i] = _row_norms(row, _norm_shift(bb, h))
+        run(_norms_rows, b * m, X, h, best, bad, nnz, s2, s1)
     else:
         width, nchunks = column_chunks(k)
-        for gc in nb.prange(b * nchunks):
-            g, j0, j1 = column_chunk(gc, nchunks, k, width)
-            _chunk_stats(X[g], j0, j1, best[g], bad[g], nnz[g])
-            if h:
-                E = np.empty(j1 - j0, np.int64)
-                for j in range(j1 - j0):
-                    E[j] = _norm_shift(best[g, j0 + j], h)
-                _chunk_norms(X[g], j0, j1, E, s2[g, j0:j1], s1[g, j0:j1])
+        run(_norms_columns, b * nchunks, X, h, best, bad, nnz, s2, s1, nchunks, width)
     return best, bad, nnz, s2, s1
 
 
@@ -235,37 +274,30 @@ def _floor_shift(maxbits, r):
     return 0 if maxbits == 0 else r - line_exponent(maxbits)
 
 
-@nb.njit(parallel=True, cache=_CACHE)
-def line_floors(X, axis, r, out, sums):
-    """:func:`absmax_bits` and the accurate mode's floors at ``r`` in one read of each line.
+@nb.njit(nogil=True, cache=_CACHE)
+def _floors_rows(t0, t1, X, r, out, sums, best, bad, nnz):
+    """Rows ``t0:t1`` of :func:`line_floors` along rows."""
+    m, k = X.shape[1], X.shape[2]
+    for gi in range(t0, t1):
+        g = gi // m
+        i = gi - g * m
+        row, o = X[g, i], out[g, i]
+        bb, f, nnz[g, i] = _row_stats(row)
+        best[g, i], bad[g, i] = bb, f > 0
+        e = _floor_shift(bb, r)
+        acc = 0
+        for j in range(k):
+            v = _quantized(row[j], e)
+            o[j] = np.int32(v)
+            acc += v
+        sums[g, i] = acc
 
-    Each line is floored at ``e = r - E`` from the maximum just found, the
-    second read from cache (a row, or a chunk of columns): ``out`` (b, r, c)
-    receives ``floor(|x| 2**e)`` (below ``2**r``, exact through int32) and
-    ``sums`` (b, lines) their int64 sums, the integers :func:`quantize_down`
-    forms with the shifts :func:`ozaki.scaling.accurate_quantizers` gives.
-    Returns ``(maxbits, nonfinite, nonzeros)``, each (b, lines).
-    """
-    b, m, k = X.shape
-    n_out = m if axis == 0 else k
-    best, bad, nnz = _stat_arrays(b, n_out)
-    if axis == 0:
-        for gi in nb.prange(b * m):
-            g = gi // m
-            i = gi - g * m
-            row, o = X[g, i], out[g, i]
-            bb, f, nnz[g, i] = _row_stats(row)
-            best[g, i], bad[g, i] = bb, f > 0
-            e = _floor_shift(bb, r)
-            acc = 0
-            for j in range(k):
-                v = _quantized(row[j], e)
-                o[j] = np.int32(v)
-                acc += v
-            sums[g, i] = acc
-        return best, bad, nnz
-    width, nchunks = column_chunks(k)
-    for gc in nb.prange(b * nchunks):
+
+@nb.njit(nogil=True, cache=_CACHE)
+def _floors_columns(t0, t1, X, r, out, sums, best, bad, nnz, nchunks, width):
+    """Column chunks ``t0:t1`` of :func:`line_floors` along columns."""
+    m, k = X.shape[1], X.shape[2]
+    for gc in range(t0, t1):
         g, j0, j1 = column_chunk(gc, nchunks, k, width)
         _chunk_stats(X[g], j0, j1, best[g], bad[g], nnz[g])
         E = np.empty(j1 - j0, np.int64)
@@ -278,4 +310,23 @@ def line_floors(X, axis, r, out, sums):
                 v = _quantized(row[j], E[j])
                 o[j] = np.int32(v)
                 sg[j] += v
+
+
+def line_floors(X, axis, r, out, sums):
+    """:func:`absmax_bits` and the accurate mode's floors at ``r`` in one read of each line.
+
+    Each line is floored at ``e = r - E`` from the maximum just found, the
+    second read from cache (a row, or a chunk of columns): ``out`` (b, r, c)
+    receives ``floor(|x| 2**e)`` (below ``2**r``, exact through int32) and
+    ``sums`` (b, lines) their int64 sums, the integers :func:`quantize_down`
+    forms with the shifts :func:`ozaki.scaling.accurate_quantizers` gives.
+    Returns ``(maxbits, nonfinite, nonzeros)``, each (b, lines).
+    """
+    b, m, k = X.shape
+    best, bad, nnz = _stat_arrays(b, m if axis == 0 else k)
+    if axis == 0:
+        run(_floors_rows, b * m, X, r, out, sums, best, bad, nnz)
+    else:
+        width, nchunks = column_chunks(k)
+        run(_floors_columns, b * nchunks, X, r, out, sums, best, bad, nnz, nchunks, width)
     return best, bad, nnz

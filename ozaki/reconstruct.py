@@ -18,6 +18,7 @@ import numba as nb
 import numpy as np
 
 from .kernels import _CACHE, CHUNK_TASKS, POW2, _rint, row_tiles, smod_product, smod_short
+from .parallel import run
 
 __all__ = ["ldexp", "reconstruct", "reconstruct_serial", "serial_kernel", "reduce_into",
            "store_residues", "add_halves", "complex_residues"]
@@ -158,7 +159,13 @@ def _crt_tasks(c, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
                    scol[g, col:col + w_])
 
 
-@nb.njit(parallel=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=_CACHE)
+def _crt_chunks(t0, t1, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
+    """Chunks ``t0:t1`` of :func:`reconstruct` (:func:`_crt_tasks`)."""
+    for c in range(t0, t1):
+        _crt_tasks(c, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short)
+
+
 def reconstruct(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
     """CRT: ``out[g, i, c0 + j] = (C'_gij, symmetric mod P) * 2**-(srow[g, i] + scol[g, c0 + j])``.
 
@@ -182,17 +189,17 @@ def reconstruct(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
     or a tile of a wide one), run in chunks that allocate the scratch once. A
     task's residues are gathered as floats first, then each step runs as a loop
     over all its entries on 1-D views, which LLVM vectorises. Each entry is
-    computed by one task: the bits do not depend on the thread count.
+    computed by one task: the bits do not depend on the thread count
+    (:mod:`ozaki.parallel`).
     """
-    for c in nb.prange(row_tiles(out.shape[0] * out.shape[1], R.shape[3], TASK)[3]):
-        _crt_tasks(c, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short)
+    chunks = row_tiles(out.shape[0] * out.shape[1], R.shape[3], TASK)[3]
+    run(_crt_chunks, chunks, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short)
 
 
-@nb.njit(nogil=True, cache=_CACHE)
 def reconstruct_serial(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
-    """:func:`reconstruct` on the calling thread, without the GIL (no threading layer)."""
-    for c in range(row_tiles(out.shape[0] * out.shape[1], R.shape[3], TASK)[3]):
-        _crt_tasks(c, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short)
+    """:func:`reconstruct` on the calling thread alone."""
+    chunks = row_tiles(out.shape[0] * out.shape[1], R.shape[3], TASK)[3]
+    _crt_chunks(0, chunks, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short)
 
 
 #: Counts up to which :func:`serial_kernel` gives a kernel specialised for ``N``.
@@ -271,16 +278,11 @@ def serial_kernel(N: int, L: int, products: bool, short: bool):
     return nb.njit(nogil=True, cache=_CACHE)(scope[name])
 
 
-@nb.njit(parallel=True, cache=_CACHE)
-def reduce_into(acc, prod, p, pinv, c26, first, short):
-    """``acc (+)= smod(prod, p)``: combine k-blocks of a modular product.
-
-    ``|prod| <= 2**53`` (an exact block product; ``2**52`` with ``short``, see
-    :func:`ozaki.kernels.smod_product`); ``acc`` grows by at most ``p / 2`` per block, far
-    from ``2**53`` for any feasible number of blocks.
-    """
-    m, n = prod.shape
-    for i in nb.prange(m):
+@nb.njit(nogil=True, cache=_CACHE)
+def _reduce_into_rows(t0, t1, acc, prod, p, pinv, c26, first, short):
+    """Rows ``t0:t1`` of :func:`reduce_into`."""
+    n = prod.shape[1]
+    for i in range(t0, t1):
         for j in range(n):
             r = smod_product(prod[i, j], p, pinv, c26, short)
             if first:
@@ -289,7 +291,25 @@ def reduce_into(acc, prod, p, pinv, c26, first, short):
                 acc[i, j] += r
 
 
-@nb.njit(parallel=True, cache=_CACHE)
+def reduce_into(acc, prod, p, pinv, c26, first, short):
+    """``acc (+)= smod(prod, p)``: combine k-blocks of a modular product.
+
+    ``|prod| <= 2**53`` (an exact block product; ``2**52`` with ``short``, see
+    :func:`ozaki.kernels.smod_product`); ``acc`` grows by at most ``p / 2`` per block, far
+    from ``2**53`` for any feasible number of blocks.
+    """
+    run(_reduce_into_rows, prod.shape[0], acc, prod, p, pinv, c26, first, short)
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def _store_residues_rows(t0, t1, prod, p, pinv, c26, out, short):
+    """Rows ``t0:t1`` of :func:`store_residues`."""
+    n = prod.shape[1]
+    for i in range(t0, t1):
+        for j in range(n):
+            out[i, j] = smod_product(prod[i, j], p, pinv, c26, short)
+
+
 def store_residues(prod, p, pinv, c26, out, short):
     """``out = smod(prod, p)``: the modular product, stored in a small integer type.
 
@@ -298,24 +318,15 @@ def store_residues(prod, p, pinv, c26, out, short):
     fits ``out``'s dtype (int8 for ``p <= 256``, int16 for ``p <= 65536``,
     int32 otherwise) exactly.
     """
-    m, n = prod.shape
-    for i in nb.prange(m):
-        for j in range(n):
-            out[i, j] = smod_product(prod[i, j], p, pinv, c26, short)
+    run(_store_residues_rows, prod.shape[0], prod, p, pinv, c26, out, short)
 
 
-@nb.njit(parallel=True, cache=_CACHE)
-def add_halves(X, half, along_rows, p, pinv, out):
-    """``out = smod(X_1 + X_2, p)`` for the two halves of residue planes ``X`` (b, r, c).
-
-    The halves are ``X[:, :, :half]`` and ``X[:, :, half:]`` (columns), or with
-    ``along_rows`` ``X[:, :half]`` and ``X[:, half:]``; ``out`` has a half's shape.
-    Both read as contiguous row views, so the loop vectorises whatever the split.
-    ``|x_1 + x_2| <= p - 1``: exact, one short reduction.
-    """
-    b, r, c = out.shape
+@nb.njit(nogil=True, cache=_CACHE)
+def _add_halves_rows(t0, t1, X, half, along_rows, p, pinv, out):
+    """Rows ``t0:t1`` of :func:`add_halves`."""
+    r, c = out.shape[1], out.shape[2]
     h = np.uint64(half)
-    for gi in nb.prange(b * r):
+    for gi in range(t0, t1):
         g = gi // r
         i = gi - g * r
         o = out[g, i]
@@ -329,7 +340,31 @@ def add_halves(X, half, along_rows, p, pinv, out):
                 o[j] = smod_short(x1[j] + x1[h + j], p, pinv)
 
 
-@nb.njit(parallel=True, cache=_CACHE)
+def add_halves(X, half, along_rows, p, pinv, out):
+    """``out = smod(X_1 + X_2, p)`` for the two halves of residue planes ``X`` (b, r, c).
+
+    The halves are ``X[:, :, :half]`` and ``X[:, :, half:]`` (columns), or with
+    ``along_rows`` ``X[:, :half]`` and ``X[:, half:]``; ``out`` has a half's shape.
+    Both read as contiguous row views, so the loop vectorises whatever the split.
+    ``|x_1 + x_2| <= p - 1``: exact, one short reduction.
+    """
+    run(_add_halves_rows, out.shape[0] * out.shape[1], X, half, along_rows, p, pinv, out)
+
+
+@nb.njit(nogil=True, cache=_CACHE)
+def _complex_residues_rows(t0, t1, p1, p2, p3, p, pinv, c26, short, out):
+    """Rows ``t0:t1`` of :func:`complex_residues`."""
+    n = p1.shape[1]
+    for i in range(t0, t1):
+        o = out[i]
+        for j in range(n):
+            r1 = smod_product(p1[i, j], p, pinv, c26, short)
+            r2 = smod_product(p2[i, j], p, pinv, c26, short)
+            r3 = smod_product(p3[i, j], p, pinv, c26, short)
+            o[j] = smod_short(r1 - r2, p, pinv)
+            o[n + j] = smod_short(r3 - r1 - r2, p, pinv)
+
+
 def complex_residues(p1, p2, p3, p, pinv, c26, short, out):
     """Gauss/Karatsuba combination of three exact modular products (n columns each).
 
@@ -340,12 +375,4 @@ def complex_residues(p1, p2, p3, p, pinv, c26, short, out):
     ``out[:, n:]``, each one short reduction (``out`` (rows, 2n) whole: its rows are
     contiguous, so the loop vectorises).
     """
-    m, n = p1.shape
-    for i in nb.prange(m):
-        o = out[i]
-        for j in range(n):
-            r1 = smod_product(p1[i, j], p, pinv, c26, short)
-            r2 = smod_product(p2[i, j], p, pinv, c26, short)
-            r3 = smod_product(p3[i, j], p, pinv, c26, short)
-            o[j] = smod_short(r1 - r2, p, pinv)
-            o[n + j] = smod_short(r3 - r1 - r2, p, pinv)
+    run(_complex_residues_rows, p1.shape[0], p1, p2, p3, p, pinv, c26, short, out)

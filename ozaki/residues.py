@@ -28,8 +28,9 @@ import numba as nb
 import numpy as np
 
 from .kernels import _CACHE, _HIDDEN, _MANT, CHUNK_TASKS, _rint, row_tiles, smod_short
+from .parallel import run
 
-__all__ = ["split_residues", "split_residues_serial", "gather_residues", "split_factors",
+__all__ = ["split_residues", "gather_residues", "split_factors",
            "split_constants", "fits_split", "SPLIT_LIMIT"]
 
 #: :func:`split_residues` serves scaled magnitudes below ``2**SPLIT_LIMIT``.
@@ -168,7 +169,13 @@ def _split_chunk(c, X, j0, r1, r2, c1, c2, consts, out, nd):
                         o[j] = _reduced((d2[j] * c44 + d1[j] * c22) + d0[j], p, pinv, hi, lo)
 
 
-@nb.njit(parallel=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=_CACHE)
+def _split_chunks(t0, t1, X, j0, r1, r2, c1, c2, consts, out, nd):
+    """Chunks ``t0:t1`` of :func:`split_residues` (:func:`_split_chunk`)."""
+    for c in range(t0, t1):
+        _split_chunk(c, X, j0, r1, r2, c1, c2, consts, out, nd)
+
+
 def split_residues(X, j0, r1, r2, c1, c2, consts, out, nd):
     """``out[q, g, i, j] = smod(trunc(x_gi(j0+j) 2**(s_gi + t_gj)), p_q)`` for ``|.| < 2**88``.
 
@@ -185,34 +192,17 @@ def split_residues(X, j0, r1, r2, c1, c2, consts, out, nd):
     (:func:`fits_split`) is 3 when every ``|y| < 2**66``: then ``y3 = 0`` and
     the pass skips it. Non-finite products map to 0 by one select.
     """
-    for c in nb.prange(row_tiles(out.shape[1] * out.shape[2], out.shape[3], TILE)[3]):
-        _split_chunk(c, X, j0, r1, r2, c1, c2, consts, out, nd)
+    chunks = row_tiles(out.shape[1] * out.shape[2], out.shape[3], TILE)[3]
+    run(_split_chunks, chunks, X, j0, r1, r2, c1, c2, consts, out, nd)
 
 
 @nb.njit(nogil=True, cache=_CACHE)
-def split_residues_serial(X, j0, r1, r2, c1, c2, consts, out, nd):
-    """:func:`split_residues` on the calling thread, without the GIL (no threading layer)."""
-    for c in range(row_tiles(out.shape[1] * out.shape[2], out.shape[3], TILE)[3]):
-        _split_chunk(c, X, j0, r1, r2, c1, c2, consts, out, nd)
-
-
-@nb.njit(parallel=True, cache=_CACHE)
-def gather_residues(X, j0, srow, scol, p, pinv, pow2mod, out):
-    """``out[g, i, j] = smod(trunc(x_gi(j0+j) * 2**(srow[g, i] + scol[g, j])), p)``, exactly.
-
-    ``X`` (bx, r, c) are bit patterns; ``bx`` is 1 (one operand shared by the
-    ``b`` slices of ``out``, each slice with its own shifts) or ``b``. The
-    scaled value is ``mant * 2**E``. Its truncation is ``m * 2**E'`` with
-    ``m = mant >> max(-E, 0)`` (exact integer shift) and ``E' = max(E, 0)``.
-    Splitting ``m = mh 2**26 + ml`` (``mh < 2**27``, ``ml < 2**26``),
-    ``m 2**E' == mh (2**(E'+26) mod p) + ml (2**E' mod p)  (mod p)``, a sum below
-    ``2**49.1`` for ``p < 2**21.6``: one short reduction. ``pow2mod[e] == 2**e
-    mod p`` must cover ``E' + 26``.
-    """
-    b, m, w = out.shape
+def _gather_rows(t0, t1, X, j0, srow, scol, p, pinv, pow2mod, out):
+    """Rows ``t0:t1`` (flattened over the stack) of :func:`gather_residues`."""
+    m, w = out.shape[1], out.shape[2]
     bx = X.shape[0]
     hi = np.floor((p - 1.0) * 0.5)
-    for gi in nb.prange(b * m):
+    for gi in range(t0, t1):
         g = gi // m
         i = gi - g * m
         gx = min(g, bx - 1)
@@ -236,3 +226,19 @@ def gather_residues(X, j0, srow, scol, p, pinv, pow2mod, out):
                 if r > hi:
                     r -= p
             out[g, i, j] = r
+
+
+def gather_residues(X, j0, srow, scol, p, pinv, pow2mod, out):
+    """``out[g, i, j] = smod(trunc(x_gi(j0+j) * 2**(srow[g, i] + scol[g, j])), p)``, exactly.
+
+    ``X`` (bx, r, c) are bit patterns; ``bx`` is 1 (one operand shared by the
+    ``b`` slices of ``out``, each slice with its own shifts) or ``b``. The
+    scaled value is ``mant * 2**E``. Its truncation is ``m * 2**E'`` with
+    ``m = mant >> max(-E, 0)`` (exact integer shift) and ``E' = max(E, 0)``.
+    Splitting ``m = mh 2**26 + ml`` (``mh < 2**27``, ``ml < 2**26``),
+    ``m 2**E' == mh (2**(E'+26) mod p) + ml (2**E' mod p)  (mod p)``, a sum below
+    ``2**49.1`` for ``p < 2**21.6``: one short reduction. ``pow2mod[e] == 2**e
+    mod p`` must cover ``E' + 26``.
+    """
+    run(_gather_rows, out.shape[0] * out.shape[1], X, j0, srow, scol, p, pinv, pow2mod,
+        out)

@@ -31,6 +31,7 @@ exactly (the published fast-mode formula is not scale invariant).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numba as nb
@@ -56,7 +57,22 @@ def line_exponent(maxbits):
     return math.frexp(float(maxbits))[1] - 1074  # mant < 2**52: exact in FP64
 
 
-@nb.vectorize(["int64(int64)"], cache=True)
+def _deferred(signature: str):
+    """``nb.vectorize([signature], cache=True)``, built at the first call rather than at
+    import (each eager build costs 50-100 ms of ``import ozaki``, even from the cache)."""
+    def wrap(fn):
+        @functools.cache
+        def build():
+            return nb.vectorize([signature], cache=True)(fn)
+
+        @functools.wraps(fn)
+        def call(*args):
+            return build()(*args)
+        return call
+    return wrap
+
+
+@_deferred("int64(int64)")
 def _line_exponent(maxbits):
     return line_exponent(maxbits)
 
@@ -93,12 +109,12 @@ def _fit_exponent(x, H):
     return eh - ex - (1 if (bx & 0xFFFFFFFFFFFFF) > (bh & 0xFFFFFFFFFFFFF) else 0)
 
 
-@nb.vectorize(["int64(float64, float64)"], cache=True)
+@_deferred("int64(float64, float64)")
 def _half_fit(mu, H):
     return _fit_exponent(mu, H) // 2 if mu > 0 else 0  # floor division, as numpy's
 
 
-@nb.vectorize(["int64(float64, float64)"], cache=True)
+@_deferred("int64(float64, float64)")
 def _fit(nu, H):
     return _fit_exponent(nu, H) if nu > 0 else 0
 
@@ -147,7 +163,7 @@ def fast_shifts(E: np.ndarray, zero: np.ndarray, upper2: np.ndarray, H) -> np.nd
     return np.where(zero, 0, sigma - E).astype(np.int64)
 
 
-@nb.vectorize(["int64(int64, boolean, int64)"], cache=True)
+@_deferred("int64(int64, boolean, int64)")
 def _quantizer(E, zero, r):
     return 0 if zero else r - E
 

@@ -3,12 +3,12 @@ k-block gives bitwise identical results."""
 
 import threading
 
-import numba
 import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
 import ozaki
+from ozaki import parallel
 from ozaki.engines import BlasEngine, Engine, FP8Engine, Int8Engine, get_engine
 from validation.reference import test_matrix
 
@@ -33,18 +33,13 @@ def test_bitwise_identical_across_engines_threads_and_blocks(scheme, mode, phi, 
     B = test_matrix(300, 11, phi, rng)
     n = {"int8": 14, "fp8": 11, "fp64": 5}[scheme]  # below FP64 grade: every bit matters
     ref = None
-    before = numba.get_num_threads()
-    try:
-        for eng in ENGINES[scheme]:
-            for threads in (1, 2):
-                numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-                with threadpool_limits(threads):
-                    C = ozaki.dgemm(A, B, scheme=scheme, num_moduli=n, mode=mode, engine=eng)
-                if ref is None:
-                    ref = C
-                assert np.array_equal(bits(C), bits(ref)), (eng, threads)
-    finally:
-        numba.set_num_threads(before)
+    for eng in ENGINES[scheme]:
+        for threads in (1, 2, 3):
+            with parallel.limit(threads), threadpool_limits(threads):
+                C = ozaki.dgemm(A, B, scheme=scheme, num_moduli=n, mode=mode, engine=eng)
+            if ref is None:
+                ref = C
+            assert np.array_equal(bits(C), bits(ref)), (eng, threads)
 
 
 def test_fp8_engine_checks_operands_are_e4m3():
