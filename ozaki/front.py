@@ -14,9 +14,11 @@ from typing import Any, Literal
 
 import numpy as np
 
+from . import compensated
 from .arguments import (apply_transpose, operand, policy_for, resolve, scalar,
                         transpose_flag)
 from .backend import Operand, get_backend
+from .certify import CertificationError
 from .engines import Engine
 from .info import OzakiInfo
 from .moduli import auto_num_moduli
@@ -55,17 +57,61 @@ def _stacked(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: i
         return Prepared(op, opts.backend, norms=opts.mode == "fast", floors=floors)
 
     width = 2 if complex_ else 1
-    with opts.backend.sized(b * width * max(m * k, k * n, m * n)):
-        t0 = time.perf_counter()
-        pa, pb = side(A3, 0), side(B3, 1)  # the operands' line data: part of the decisions
-        lines = time.perf_counter() - t0
-        out = np.empty((b, m, n), dtype)
-        info = emulate(pa, pb, opts, out, complex_=complex_)
-        info.seconds["scaling"] += lines
-    if complex_ and info.error_bound is not None:  # one bound per part, real and imaginary
-        eb = info.error_bound
-        info.error_bound = eb[..., :n] + 1j * eb[..., n:]
+    prepared = isinstance(A3, PreparedOperand) or isinstance(B3, PreparedOperand)
+    if compensated.applies(opts, prepared, m, n, k, complex_):
+        out, info, where = _compensated(A3, B3, opts, complex_, b, m, n, k)
+        if info.uncertified and opts.policy == "raise":
+            first = np.argwhere(where)[0]
+            raise CertificationError(compensated.explain(
+                info.uncertified, tuple(int(x) for x in (first if b > 1 else first[1:]))))
+    else:
+        with opts.backend.sized(b * width * max(m * k, k * n, m * n)):
+            t0 = time.perf_counter()
+            pa, pb = side(A3, 0), side(B3, 1)  # the operands' line data: part of the decisions
+            lines = time.perf_counter() - t0
+            out = np.empty((b, m, n), dtype)
+            info = emulate(pa, pb, opts, out, complex_=complex_)
+            info.seconds["scaling"] += lines
+    if info.error_bound is not None:
+        info.error_bound = _parts_bound(info.error_bound, n, complex_)
     return out, info
+
+
+def _parts_bound(bound: np.ndarray, n: int, complex_: bool) -> np.ndarray:
+    """A complex product's bound on its embedding ``[Re | Im]`` as one complex bound per
+    entry (real part: the real part's bound); a real product's as it is."""
+    return bound[..., :n] + 1j * bound[..., n:] if complex_ else bound
+
+
+def _compensated(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: int):
+    """The small-product path (:mod:`ozaki.compensated`): ``C`` (b, m, n), its info, and
+    where its uncertified entries are (on the real embedding; ``None`` if nowhere).
+
+    A complex product is the real one of its embedding ``[Ar, Ai] @ [[Br, Bi], [-Bi, Br]]
+    = [Re | Im]``, the matrices the emulated path's fallback reads.
+    """
+    if complex_:
+        A3 = embed(A3, 0)
+        Bc = B3.astype(np.complex128, copy=False)
+        B3 = np.concatenate((np.concatenate((Bc.real, Bc.imag), axis=2),
+                             np.concatenate((-Bc.imag, Bc.real), axis=2)), axis=1)
+    ke = A3.shape[2]
+    flat = np.empty((b, m, B3.shape[2]))
+    done = compensated.product(A3, B3, flat, opts.want_bound, opts.policy)
+    info = OzakiInfo(opts.scheme, 0, opts.mode, opts.engine.name, bound_kind="componentwise",
+                     path="compensated", exact_entries=done.exact,
+                     uncertified=done.uncertified, error_bound=done.bound,
+                     max_bound_ratio=np.inf if done.uncertified else compensated.max_ratio(ke))
+    if done.fallback:
+        info.fallback, info.fallback_entries = "exact", done.uncertified
+        info.fallback_block = (int(done.mask.any(axis=2).sum()), int(done.mask.any(axis=1).sum()))
+    info.slice_moduli = np.zeros(b, np.int64)
+    info.seconds["products"] = done.seconds
+    if not complex_:
+        return flat, info, done.mask
+    out = np.empty((b, m, n), np.complex128)
+    out.real, out.imag = flat[..., :n], flat[..., n:]
+    return out, info, done.mask
 
 
 def _shape_of(X, name: str) -> tuple[int, ...]:
@@ -100,7 +146,8 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float | complex = 1.0,
     C : array_like, shape (m, n), optional
         Required when ``beta != 0``.
     alpha, beta : float or complex
-        Numbers (Python or numpy scalars; bools and strings are refused).
+        Numbers (Python or numpy scalars; bools, strings and long double
+        scalars are refused).
     trans_a, trans_b : bool or {"N", "T", "C"}
         ``op(X)``: ``"N"`` (or ``False``) ``X``, ``"T"`` (or ``True``) its
         transpose (no copy), ``"C"`` its conjugate transpose (the transpose for
@@ -117,6 +164,13 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float | complex = 1.0,
         timings when no product was computed: ``alpha == 0``, an empty shape or
         ``k == 0``).
     """
+    return _gemm(A, B, C, alpha, beta, trans_a, trans_b, scheme, num_moduli, mode, engine,
+                 fallback, out, return_info, bounds, complex_=False)
+
+
+def _gemm(A, B, C, alpha, beta, trans_a, trans_b, scheme, num_moduli, mode, engine,
+          fallback, out, return_info, bounds, *, complex_: bool):
+    """:func:`gemm`; ``complex_`` runs the complex product even on real operands (zgemm)."""
     ta, tb = transpose_flag(trans_a, "trans_a"), transpose_flag(trans_b, "trans_b")
     alpha, beta = scalar(alpha, "alpha"), scalar(beta, "beta")
     _side_check(A, "left", "A")
@@ -126,16 +180,16 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float | complex = 1.0,
             raise ValueError(f"a prepared {name} must be 2-D and used as it is "
                              f"(trans_{name.lower()}='N')")
     if not isinstance(A, PreparedOperand):
-        A = apply_transpose(operand(A, "A"), ta)
+        A = apply_transpose(operand(A, "A", matmul_hint=True), ta)
     if not isinstance(B, PreparedOperand):
-        B = apply_transpose(operand(B, "B"), tb)
+        B = apply_transpose(operand(B, "B", matmul_hint=True), tb)
     (m, k), (kb, n) = _shape_of(A, "A"), _shape_of(B, "B")
     if kb != k:
         a = "A" if ta == "N" else "op(A)"
         b_ = "B" if tb == "N" else "op(B)"
         raise ValueError(f"inner dimensions differ: {a} is {(m, k)}, {b_} is {(kb, n)}")
-    is_c = any(X.is_complex if isinstance(X, PreparedOperand) else np.iscomplexobj(X)
-               for X in (A, B))
+    is_c = complex_ or any(X.is_complex if isinstance(X, PreparedOperand)
+                           else np.iscomplexobj(X) for X in (A, B))
     if beta != 0:
         if C is None:
             raise ValueError("C is required when beta != 0")
@@ -189,15 +243,21 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
     pairwise coprime moduli, multiplied exactly on a low-precision engine, and
     recombined by the Chinese Remainder Theorem. For a fixed (scheme,
     num_moduli, mode) the result is bitwise identical on every engine and for
-    any number of threads.
+    any number of threads. A small product (at most ``2**24`` terms ``m n k``)
+    with ``num_moduli="auto"`` and unprepared operands is computed instead by
+    compensated dot products that meet the same bound (:mod:`ozaki.compensated`,
+    ``info.path == "compensated"``).
 
     Parameters
     ----------
     A : array_like or PreparedOperand, shape (m, k)
-        Any real array convertible to float64 (int and float32 are converted;
-        64-bit integers must be exact in float64, ``|x| <= 2**53``), C or
-        Fortran order or a view. Never modified. Masked arrays are refused
-        (``TypeError``): fill them first.
+        Any real array convertible to float64 (bool, int, float16 and float32
+        are widened exactly; 64-bit integers must be exact in float64,
+        ``|x| <= 2**53``), C or Fortran order or a view. Never modified. Masked
+        arrays, long double (``np.longdouble`` wider than float64) and object
+        arrays (pandas nullable columns) are refused (``TypeError``, saying
+        which conversion to make). 1-D operands are refused: :func:`matmul`
+        takes them.
     B : array_like or PreparedOperand, shape (k, n)
     scheme : {"auto", "int8", "fp8", "fp64"}
         The low-precision unit being emulated. ``"auto"`` picks the engine's
@@ -243,10 +303,10 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
     Raises
     ------
     TypeError
-        Complex (use :func:`zgemm`) or non-numeric input, a masked array,
-        non-integer ``num_moduli``.
+        Complex (use :func:`zgemm`), long double or non-numeric input (object
+        arrays included), a masked array, non-integer ``num_moduli``.
     ValueError
-        Not 2-D, inner dimensions differ, unknown scheme, mode, engine or
+        Not 2-D (1-D: use :func:`matmul`), inner dimensions differ, unknown scheme, mode, engine or
         fallback, ``num_moduli`` out of range, bad ``out``.
     ozaki.certify.CertificationError
         With ``fallback="raise"``, when some entry cannot be certified.
@@ -274,9 +334,9 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
         if isinstance(X, PreparedOperand) and X.is_complex:
             raise TypeError(f"{name} is complex: use ozaki.zgemm")
     if not isinstance(A, PreparedOperand):
-        A = operand(A, "A", complex_ok=False)
+        A = operand(A, "A", complex_ok=False, matmul_hint=True)
     if not isinstance(B, PreparedOperand):
-        B = operand(B, "B", complex_ok=False)
+        B = operand(B, "B", complex_ok=False, matmul_hint=True)
     return gemm(A, B, scheme=scheme, num_moduli=num_moduli, mode=mode, engine=engine,
                 fallback=fallback, out=out, return_info=return_info, bounds=bounds)
 
@@ -303,8 +363,9 @@ def zgemm(A: Any, B: Any, C: Any = None, *, alpha: complex = 1.0, beta: complex 
     Parameters
     ----------
     A, B, C, alpha, beta, trans_a, trans_b
-        As in :func:`gemm`; real inputs are taken as complex. ``trans_*="C"``
-        is the conjugate transpose.
+        As in :func:`gemm`; real inputs, prepared ones included, are taken as
+        complex (the same bits as their complex128 copies). ``trans_*="C"`` is
+        the conjugate transpose.
     scheme, num_moduli, mode, engine, fallback, out, return_info, bounds
         As in :func:`dgemm`; ``out`` is complex128. With ``bounds=True``,
         ``info.error_bound`` is complex: its real part bounds the error of the
@@ -328,14 +389,12 @@ def zgemm(A: Any, B: Any, C: Any = None, *, alpha: complex = 1.0, beta: complex 
     array([[1.+3.j]])
     """
     if not isinstance(A, PreparedOperand):
-        A = operand(A, "A").astype(np.complex128, copy=False)
+        A = operand(A, "A", matmul_hint=True).astype(np.complex128, copy=False)
     if not isinstance(B, PreparedOperand):
-        B = operand(B, "B").astype(np.complex128, copy=False)
-    for X, name in ((A, "A"), (B, "B")):
-        if isinstance(X, PreparedOperand) and not X.is_complex:
-            raise TypeError(f"{name} was prepared real: prepare a complex128 array for zgemm")
+        B = operand(B, "B", matmul_hint=True).astype(np.complex128, copy=False)
     alpha, beta = scalar(alpha, "alpha"), scalar(beta, "beta")
-    return gemm(A, B, C, alpha=complex(alpha), beta=complex(beta), trans_a=trans_a,
-                trans_b=trans_b, scheme=scheme, num_moduli=num_moduli, mode=mode,
-                engine=engine, fallback=fallback, out=out, return_info=return_info,
-                bounds=bounds)
+    # a real prepared operand is taken as complex too (its complex stack: the embedding
+    # of the real array, as for an unprepared one); complex_ keeps the complex product
+    # when both operands were prepared real
+    return _gemm(A, B, C, complex(alpha), complex(beta), trans_a, trans_b, scheme,
+                 num_moduli, mode, engine, fallback, out, return_info, bounds, complex_=True)

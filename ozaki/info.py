@@ -61,6 +61,12 @@ class OzakiInfo:
     refined_block : tuple of int
         ``(rows, columns)`` of the block whose bound was refined with two exact
         FP64 GEMMs (counted in ``gemms``), see :class:`ozaki.certify.Refinement`.
+    path : str
+        ``"emulated"`` (Ozaki Scheme II), or ``"compensated"``: a small product
+        with ``num_moduli="auto"`` computed entry by entry by compensated dot
+        products (:mod:`ozaki.compensated`; ``num_moduli`` and ``gemms`` are 0,
+        ``exact_entries`` counts the entries that took the exactly rounded dot
+        product instead).
     error_bound : ndarray, shape (m, n), or None
         Per-entry absolute error bound, an upper bound of ``|C_ij - (AB)_ij|``
         rounded upward (only with ``bounds=True``; ``inf`` where it overflows,
@@ -83,6 +89,7 @@ class OzakiInfo:
     fallback_block: tuple[int, int] = (0, 0)
     exact_entries: int = 0
     refined_block: tuple[int, int] = (0, 0)
+    path: str = "emulated"
     error_bound: np.ndarray | None = field(default=None, repr=False)
     slice_moduli: np.ndarray | None = field(default=None, repr=False)
 

@@ -19,3 +19,13 @@ settings.load_profile("ci" if os.environ.get("CI") else "default")
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261129)
+
+
+@pytest.fixture(autouse=True)
+def _emulated_path(request, monkeypatch):
+    """The suite's tests of the emulation run it on small products: there the
+    small-product path (:mod:`ozaki.compensated`) is off, unless a test is marked
+    ``compensated`` (tests/test_compensated.py tests that path and its rule)."""
+    if request.node.get_closest_marker("compensated") is None:
+        from ozaki import compensated
+        monkeypatch.setattr(compensated, "SMALL_WORK", 0)

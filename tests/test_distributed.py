@@ -51,7 +51,10 @@ def test_dgemm_bitwise_equal_to_serial_on_every_grid():
     for grid in ("(2, 2)", "(1, 4)", "(4, 1)", "(1, 1)"):
         assert f"grid={grid}" in out
     for mode in ("accurate", "fast"):
-        assert out.count(f"mode={mode}") == 19  # every case in both modes
+        assert out.count(f"mode={mode}") == 19 + 9  # every case in both modes
+    small = [x for x in out.splitlines() if x.startswith("ok compensated")]
+    assert len(small) == 18 and sum("N=0" in x for x in small) == 16  # all but the empty
+    assert any("compensated tiny" in x and "fallback=0" not in x for x in small)
     fell = [x for x in out.splitlines() if x.startswith("ok fallback")]
     assert fell and all(int(x.rsplit("fallback=", 1)[1]) > 0 for x in fell)  # exercised
     part = next(x for x in out.splitlines() if x.startswith("ok partial refinement fp64")
@@ -95,6 +98,8 @@ def test_zgemm_bitwise_equal_to_serial():
         assert f"ok complex grid=(2, 2) mode={mode} N=6 gemms={gemms}" in out
     fell = [x for x in out.splitlines() if x.startswith("ok fallback")]
     assert len(fell) == 2 and all(int(x.rsplit("fallback=", 1)[1]) > 0 for x in fell)
+    small = [x for x in out.splitlines() if x.startswith("ok compensated")]
+    assert len(small) == 10 and all("N=0 gemms=0" in x for x in small)
 
 
 def test_benchmark_counts_traffic_exactly_and_emulated_bits_match(tmp_path):

@@ -62,7 +62,8 @@ def _info(info) -> dict:
             "max_bound_ratio": float(info.max_bound_ratio), "uncertified": info.uncertified,
             "certified": bool(info.certified), "fallback": info.fallback,
             "fallback_entries": info.fallback_entries,
-            "fallback_block": list(info.fallback_block), "exact_entries": info.exact_entries}
+            "fallback_block": list(info.fallback_block), "exact_entries": info.exact_entries,
+            "path": info.path}
 
 
 def known_issue(failure: dict) -> str | None:

@@ -35,11 +35,12 @@ for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import textwrap  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from .jobs import PROFILE, abort_on_error, meta, sweep  # noqa: E402
+from .jobs import PROFILE, RankParser, abort_on_error, meta, sweep  # noqa: E402
 
 PHASES = ("gemms", "passes", "communication")
 
@@ -76,25 +77,28 @@ def run_case(comm, n: int, shape, panel: int, repeats: int, refs: dict, cores: i
     from mpi4py import MPI
 
     from ozaki import distributed as D
+    from ozaki.compensated import emulated_options
 
     grid = D.make_grid(shape, comm)
     root = comm.Get_rank() == 0
+    # the emulated SUMMA, also where "auto" would take the small-product path
+    kw = dict(mode="fast", **emulated_options("fp64", n, n, n))
     if root and n not in refs:
         rng = np.random.default_rng(n)
         A, B = rng.standard_normal((n, n)), rng.standard_normal((n, n))
         refs.clear()
-        refs[n] = (A, B, ozaki.dgemm(A, B, mode="fast"), A @ B)
+        refs[n] = (A, B, ozaki.dgemm(A, B, **kw), A @ B)
     A, B, serial, numpy_ab = refs[n] if root else (None,) * 4
     dA, dB = D.scatter(A, grid), D.scatter(B, grid)
     out, emu = [], None
-    D.dgemm(dA, dB, panel=panel, mode="fast")  # warm: every rank loads its compiled passes
+    D.dgemm(dA, dB, panel=panel, **kw)  # warm: every rank loads its compiled passes
     for kind in ("emulated", "native"):
         best = None
         for _ in range(repeats):
             comm.Barrier()
             t0 = time.perf_counter()
             if kind == "emulated":
-                C, info = D.dgemm(dA, dB, panel=panel, mode="fast", return_info=True)
+                C, info = D.dgemm(dA, dB, panel=panel, return_info=True, **kw)
             else:
                 C, info = D.summa(dA, dB, panel=panel, return_info=True)
             elapsed = time.perf_counter() - t0
@@ -176,18 +180,22 @@ def predict(rec: dict, profile, net, probes: list) -> dict:
 def main(argv=None) -> int:
     from mpi4py import MPI
 
-    p = argparse.ArgumentParser(prog="python -m benchmarks.mpi.summa",
-                                description="Emulated and native SUMMA under MPI.")
+    p = RankParser(prog="python -m benchmarks.mpi.summa",
+                   description="Emulated and native SUMMA under MPI.")
     p.add_argument("--n", type=int, help="matrix size (default 1024; weak sweep: on 1 rank)")
     p.add_argument("--grid", help="PxQ (default: as square as the size allows)")
-    p.add_argument("--panel", type=int, default=512)
-    p.add_argument("--sweep", choices=("strong", "weak"))
-    p.add_argument("--repeats", type=int, default=2, help="runs per case (the fastest kept)")
-    p.add_argument("--json", metavar="FILE")
+    p.add_argument("--panel", type=int, default=512, help="panel width of the SUMMA (default 512)")
+    p.add_argument("--sweep", choices=("strong", "weak"),
+                   help="run on 1, 2, 4 ranks: fixed n (strong) or n ~ ranks^(1/3) (weak); "
+                        "default: one run on every rank")
+    p.add_argument("--repeats", type=int, default=2,
+                   help="runs per case, the fastest kept (default 2)")
+    p.add_argument("--json", metavar="FILE", help="write the runs as JSON (default: none)")
     p.add_argument("--plot", metavar="FILE", help="sweep plot (png/svg/pdf)")
     p.add_argument("--network", metavar="KEY|FILE",
                    help="alpha-beta network for the predictions (default: calibrate now)")
-    p.add_argument("--profile", default=str(PROFILE), help="TME calibration profile")
+    p.add_argument("--profile", default=str(PROFILE),
+                   help="TME calibration profile (default docs/_generated/tme_profile.json)")
     a = p.parse_args(argv)
     world = MPI.COMM_WORLD
     rank, size = world.Get_rank(), world.Get_size()
@@ -226,6 +234,16 @@ def main(argv=None) -> int:
     return 0
 
 
+#: What the report's words and numbers mean, printed after the runs.
+LEGEND = ("t: the slowest rank's time of the fastest repeat.  model Nx: the TME model's "
+          "predicted time / the measured one (1: exact; below 1: the run was slower than "
+          "modelled).  Phases: the largest time any rank spent in each (model: its "
+          "prediction); 'in no phase': time outside gemms, passes and communication (argument "
+          "checks, allocations).  sent/rank: the most bytes a rank sent.  Emulated: entries "
+          "whose bits differ from serial ozaki.dgemm (must be 0); native: max|C - A@B| / "
+          "max|A@B| against numpy's A @ B and the share of entries whose bits differ from it.")
+
+
 def _report(runs, net, net_rec, a, cores, size):
     for r in runs:
         err = (f"bits differ {r['differing_bits_vs_serial']}" if r["kind"] == "emulated" else
@@ -238,6 +256,10 @@ def _report(runs, net, net_rec, a, cores, size):
         print("         " + ", ".join(f"{ph} {r['phases'][ph]:.3f}s (model "
                                       f"{r['predicted_phases'][ph]:.3f}s)" for ph in PHASES)
               + f", in no phase {r['outside_phases_s']:.3f}s")
+    if runs:
+        over = " OVERSUBSCRIBED: more ranks than cores, the times say nothing about speed."
+        print("\n" + textwrap.fill("Legend: " + LEGEND
+                                   + (over if any(r["oversubscribed"] for r in runs) else ""), 100))
     doc = {"meta": meta(net, net_rec, a.profile, ranks=size, cores=cores, panel=a.panel,
                         sweep=a.sweep, repeats=a.repeats),
            "runs": runs}

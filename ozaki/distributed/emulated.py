@@ -36,6 +36,7 @@ import time
 
 import numpy as np
 
+from .. import compensated
 from .. import fallback as _fallback
 from ..backend import Operand
 from ..certify import CertificationError, explain
@@ -174,6 +175,8 @@ def _product(A, B, grid, shape, opts, panel, return_info, bounds, complex_, MPI)
         info.traffic = tr
         C = DistributedMatrix(np.zeros((m1 - m0, n1 - n0), dtype), (M, N), grid)
         return (C, info) if (return_info or bounds) else C
+    if compensated.applies(opts, False, M, N, K, complex_):
+        return _compensated(A, B, grid, shape, opts, return_info, bounds, complex_, MPI, tr)
     oa = Operand(embedded(A.local, 0)[None], 0)
     ob = Operand(embedded(B.local, 1)[None], 1)
     la, lb = line_data(oa, backend, grid.row, MPI, tr), line_data(ob, backend, grid.col, MPI, tr)
@@ -220,6 +223,61 @@ def _product(A, B, grid, shape, opts, panel, return_info, bounds, complex_, MPI)
     return (C, info) if (return_info or bounds) else C
 
 
+def _compensated(A, B, grid, shape, opts, return_info, bounds, complex_, MPI, tr):
+    """A small product (:mod:`ozaki.compensated`): each rank gathers its full rows of
+    ``A`` and columns of ``B`` and computes its block as the serial call does (each
+    entry depends on its row and column alone); the counts are totals over the grid."""
+    from ..front import _compensated as compute, _parts_bound
+    t0 = time.perf_counter()
+    Ar = allgather_blocks(grid.row, A.local, 1, tr, "panels")
+    Bc = allgather_blocks(grid.col, B.local, 0, tr, "panels")
+    t1 = time.perf_counter()
+    m, n = Ar.shape[0], Bc.shape[1]
+    out, info, where = compute(Ar[None], Bc[None], opts, complex_, 1, m, n, shape[1])
+    t2 = time.perf_counter()
+    # the first uncertified entry in row-major order of the (embedded) product, as serial
+    nq, N = B.cols[1] - B.cols[0], shape[2]
+    first = shape[0] * 2 * N
+    if where is not None:
+        i, j = (int(x) for x in np.argwhere(where[0])[0])
+        col = B.cols[0] + j if j < nq else N + B.cols[0] + j - nq
+        first = (A.rows[0] + i) * (2 * N if complex_ else N) + col
+    counts = np.array([info.exact_entries, info.uncertified, -first], np.int64)
+    allreduce(grid.comm, counts[:2], MPI.SUM, tr)
+    info.exact_entries, info.uncertified = int(counts[0]), int(counts[1])
+    if info.uncertified:
+        top = counts[2:]
+        allreduce(grid.comm, top, MPI.MAX, tr)
+        info.max_bound_ratio = np.inf
+        if opts.policy == "raise":  # on every rank, after the same reductions
+            raise CertificationError(compensated.explain(
+                info.uncertified, divmod(int(-top[0]), 2 * N if complex_ else N)))
+        if opts.policy == "exact":
+            local = where if where is not None else np.zeros(out.shape[:2] + (
+                (2 if complex_ else 1) * n,), bool)
+            info.fallback, info.fallback_entries = "exact", info.uncertified
+            info.fallback_block = _fallback_block(grid, local[0], MPI, tr)
+    info.seconds["communication"] = (t1 - t0) + (time.perf_counter() - t2)
+    info.traffic = tr
+    if info.error_bound is not None:
+        info.error_bound = _parts_bound(info.error_bound, n, complex_)[0]
+    C = DistributedMatrix(out[0], (shape[0], shape[2]), grid)
+    return (C, info) if (return_info or bounds) else C
+
+
+def _fallback_block(grid, mask: np.ndarray, MPI, tr) -> tuple[int, int]:
+    """``(rows, columns)`` of the whole product that hold an entry of the ranks' ``mask``
+    blocks (m_p, n_q) (every rank joins)."""
+    r = mask.any(axis=1).astype(np.uint8)
+    c = mask.any(axis=0).astype(np.uint8)
+    allreduce(grid.row, r, MPI.MAX, tr)  # a row's entries span the row
+    allreduce(grid.col, c, MPI.MAX, tr)
+    counts = np.array([int(r.sum()) if grid.q == 0 else 0, int(c.sum()) if grid.p == 0
+                       else 0], np.int64)
+    allreduce(grid.comm, counts, MPI.SUM, tr)
+    return int(counts[0]), int(counts[1])
+
+
 def _finish(grid, A, B, info, dec, mask, opts, out, la, lb, Ke, complex_, MPI, tr):
     """Fallback, overflow guard and non-finite values, with the full lines where needed."""
     busy = np.array([int(_fallback.needs_operands(la, lb, Ke, 1, mask)[0][0])], np.int64)
@@ -237,11 +295,4 @@ def _finish(grid, A, B, info, dec, mask, opts, out, la, lb, Ke, complex_, MPI, t
     info.fallback_entries, info.exact_entries = int(local[0]), int(local[1])
     if mask is not None:
         info.fallback = "exact"
-        r = mask[0].any(axis=1).astype(np.uint8)
-        c = mask[0].any(axis=0).astype(np.uint8)
-        allreduce(grid.row, r, MPI.MAX, tr)  # a row's entries span the row
-        allreduce(grid.col, c, MPI.MAX, tr)
-        counts = np.array([int(r.sum()) if grid.q == 0 else 0, int(c.sum()) if grid.p == 0
-                           else 0], np.int64)
-        allreduce(grid.comm, counts, MPI.SUM, tr)
-        info.fallback_block = (int(counts[0]), int(counts[1]))
+        info.fallback_block = _fallback_block(grid, mask[0], MPI, tr)

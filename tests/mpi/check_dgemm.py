@@ -8,11 +8,13 @@ import numpy as np
 from mpi4py import MPI
 
 import ozaki
-from ozaki import distributed
+from ozaki import compensated, distributed
 from mpi_checks import same, raises
 
 world = MPI.COMM_WORLD
 rank = world.Get_rank()
+# the emulated path on these small products; the small-product path's cases come last
+SMALL_WORK, compensated.SMALL_WORK = compensated.SMALL_WORK, 0
 
 
 def case(name, A, B, shape, sub=None, **kw):
@@ -32,7 +34,7 @@ def case(name, A, B, shape, sub=None, **kw):
     assert same(got, want), f"{name} {shape}: {int((got != want).sum())} entries differ"
     for f in ("num_moduli", "gemms", "uncertified", "fallback", "fallback_entries",
               "fallback_block", "exact_entries", "max_bound_ratio", "bound_kind",
-              "refined_block", "mode"):
+              "refined_block", "mode", "path"):
         assert getattr(info, f) == getattr(winfo, f), (name, shape, f, getattr(info, f),
                                                        getattr(winfo, f))
     if kw.get("bounds"):
@@ -81,6 +83,23 @@ for mode in ("accurate", "fast"):
     else:
         raise AssertionError("a 3 x 1 grid on 4 ranks was accepted")
 
+compensated.SMALL_WORK = SMALL_WORK  # the small-product path, as serial takes it
+for mode in ("accurate", "fast"):
+    for shape in [(2, 2), (1, 4), (4, 1)]:
+        case("compensated", A, B, shape, mode=mode)
+    case("compensated bounds", A, B, (2, 2), bounds=True, mode=mode)
+    case("compensated non-finite", S, B, (2, 2), bounds=True, mode=mode)
+    case("compensated exact entries", H, B * 1e10, (2, 2), mode=mode)  # near overflow
+    T = A.copy(); T[2] *= 2.0 ** -1000  # products below 2**-900: the exact dot product
+    case("compensated tiny", T, B, (1, 4), mode=mode)
+    case("compensated tiny kept", T, B, (2, 2), mode=mode, fallback="none", bounds=True)
+    grid = distributed.make_grid((2, 2), world)
+    dT, dB = (distributed.scatter(X if rank == 0 else None, grid) for X in (T, B))
+    raises(ozaki.certify.CertificationError, "the first is C[2, 0]",
+           lambda: distributed.dgemm(dT, dB, fallback="raise", mode=mode))
+    case("compensated empty", A[:, :0], B[:0], (2, 2), mode=mode)
+_, info = ozaki.dgemm(A, B, return_info=True)
+assert info.path == "compensated", info.path
 
 grid = distributed.make_grid((2, 2), world)
 dA = distributed.scatter(A if rank == 0 else None, grid)

@@ -4,11 +4,13 @@ import numpy as np
 from mpi4py import MPI
 
 import ozaki
-from ozaki import distributed
+from ozaki import compensated, distributed
 from mpi_checks import same
 
 world = MPI.COMM_WORLD
 rank = world.Get_rank()
+# the emulated path on these small products; the small-product path's cases come last
+SMALL_WORK, compensated.SMALL_WORK = compensated.SMALL_WORK, 0
 
 
 def case(name, A, B, shape, **kw):
@@ -23,7 +25,7 @@ def case(name, A, B, shape, **kw):
     assert same(got, want), f"{name} {shape}: {int((got != want).sum())} entries differ"
     for f in ("num_moduli", "gemms", "uncertified", "fallback", "fallback_entries",
               "fallback_block", "exact_entries", "max_bound_ratio", "bound_kind",
-              "refined_block"):
+              "refined_block", "path"):
         assert getattr(info, f) == getattr(winfo, f), (name, f, getattr(info, f),
                                                        getattr(winfo, f))
     if kw.get("bounds"):
@@ -52,6 +54,15 @@ for mode in ("accurate", "fast"):
     case("fallback", A, wide, (2, 2), num_moduli=2, fallback="exact", panel=4, mode=mode)
     S = A.copy(); S[2, 3] = complex(np.inf, 1.0); S[5, 0] = complex(0.0, np.nan)
     case("non-finite", S, B, (2, 2), mode=mode)
+compensated.SMALL_WORK = SMALL_WORK  # the small-product path, as serial takes it
+for mode in ("accurate", "fast"):
+    for shape in [(2, 2), (4, 1)]:
+        case("compensated", A, B, shape, mode=mode)
+    case("compensated real B", A, X, (1, 4), mode=mode)
+    case("compensated bounds", A, B, (2, 2), bounds=True, mode=mode)
+    case("compensated non-finite", S, B, (2, 2), mode=mode)
+_, info = ozaki.zgemm(A, B, return_info=True)
+assert info.path == "compensated", info.path
 grid = distributed.make_grid((2, 2), world)
 dA = distributed.scatter(A if rank == 0 else None, grid)
 dB = distributed.scatter(B if rank == 0 else None, grid)

@@ -1,7 +1,8 @@
 """What a calibration times: native GEMM, the ``ozaki`` engines, STREAM, an FMA loop and
 ``ozaki.dgemm`` itself, each added as tasks to a :class:`~.runner.Runner`.
 
-ozaki, numba and threadpoolctl are imported inside the functions (DESIGN.md section 2).
+ozaki, numba and threadpoolctl are imported inside the functions (:doc:`architecture`,
+"Packages and imports").
 """
 
 from __future__ import annotations
@@ -125,12 +126,21 @@ def _stream_kernels():
     return triad, fma
 
 
+def _emulated(A, B, scheme: str) -> dict:
+    """The emulation's options at this shape (the model is of the emulation: a small
+    product would take ozaki's small-product path with ``num_moduli="auto"``)."""
+    from ozaki.compensated import emulated_options
+    return emulated_options(scheme, A.shape[0], A.shape[1], B.shape[1])
+
+
 def _ozaki_call(A, B, scheme: str, mode: str, engine: str = "cpu-blas") -> Callable[[], dict]:
     import ozaki
+    kw = _emulated(A, B, scheme)
 
     def run() -> dict:
         t0 = time.perf_counter()
-        _, info = ozaki.dgemm(A, B, scheme=scheme, mode=mode, engine=engine, return_info=True)
+        _, info = ozaki.dgemm(A, B, scheme=scheme, mode=mode, engine=engine, return_info=True,
+                              **kw)
         wall = time.perf_counter() - t0
         return {"wall": wall, "num_moduli": info.num_moduli, "gemms": info.gemms,
                 "refined_block": list(info.refined_block),
@@ -190,7 +200,7 @@ def _warm_up() -> None:
     A, B = rng.standard_normal((64, 48)), rng.standard_normal((48, 40))
     for scheme in schemes:
         for mode in modes:
-            ozaki.dgemm(A, B, scheme=scheme, mode=mode)
+            ozaki.dgemm(A, B, scheme=scheme, mode=mode, **_emulated(A, B, scheme))
     A @ B
 
 
