@@ -19,11 +19,15 @@ version = release
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.mathjax",
+    # MathJax 3 shipped in a wheel (the ``docs`` extra) and copied into _static/mathjax:
+    # the pages render their formulas offline, with no script from a CDN.
+    "sphinx-mathjax-offline",
     "numpydoc",
 ]
 
-# No network: no intersphinx, and MathJax is only referenced by URL in the HTML
-# (the build itself never fetches it).
+# No network, neither when building nor when reading: no intersphinx, and MathJax is
+# served from the build's own _static folder (a path relative to _static).
+mathjax_path = "mathjax/tex-chtml.js"
 templates_path: list[str] = []
 exclude_patterns = ["_build", "_generated", "_scripts", "Thumbs.db", ".DS_Store"]
 html_static_path = ["_static"]

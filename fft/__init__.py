@@ -12,8 +12,9 @@ True
 
 from .plan import DENSE_LIMIT, MAX_RADIX, Plan, StageRecord, factorize
 from .records import stage_records
-from .transforms import (fft, fft2, fftn, get_plan, hfft, ifft, ifft2, ifftn,
-                         ihfft, irfft, irfft2, irfftn, rfft, rfft2, rfftn)
+from .transforms import (fft, fft2, fftn, get_plan, hfft, hfft2, hfftn, ifft, ifft2,
+                         ifftn, ihfft, ihfft2, ihfftn, irfft, irfft2, irfftn, rfft, rfft2,
+                         rfftn)
 from . import scipy_backend
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2",

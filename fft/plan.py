@@ -213,6 +213,12 @@ class _Dense:
     def counts(self) -> int:
         return self.matrix("complex").count
 
+    @property
+    def growth(self) -> int:
+        """``ceil(log2 r)``: the stage's outputs are at most ``r`` times its largest input
+        (complex moduli; each is a sum of ``r`` unit-modulus multiples of the inputs)."""
+        return (self.r - 1).bit_length()
+
     def apply(self, Z: np.ndarray, form: str) -> tuple[np.ndarray, int, int]:
         """DFT along axis 1 of ``Z``: (2, r, c) split complex or (r, c) real input."""
         r, c = self.r, Z.shape[-1]
@@ -239,6 +245,17 @@ class _Bluestein:
 
     def counts(self) -> int:
         return max(s.counts() for s in self.sub.stages)
+
+    @property
+    def growth(self) -> int:
+        """``ceil(log2 (2 p**2))``, bounding every value of :meth:`apply` against its
+        largest input ``mu`` (complex moduli). ``t = z w`` has ``|w| = 1``; the first inner
+        DFT's values are sums of unit-modulus multiples of ``t``: at most ``||t||_1 <= p mu``.
+        ``|kernel| <= (2p - 1) / L`` (the DFT of ``2p - 1`` unit chirp values, over ``L``), so
+        ``|h| <= p (2p - 1) mu / L`` and the second inner DFT's values are at most
+        ``||h||_1 <= p (2p - 1) mu < 2 p**2 mu``; the result is a cyclic convolution, at
+        most ``p mu``."""
+        return (2 * self.r * self.r - 1).bit_length()
 
     def apply(self, Z: np.ndarray, form: str) -> tuple[np.ndarray, int, int]:
         p, L, c = self.r, self.L, Z.shape[-1]
@@ -296,6 +313,20 @@ class Plan:
         self.stages = [(_Bluestein if r > DENSE_LIMIT else _Dense)(r, self.options)
                        for r in self.radices]
         self._twiddles: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    @property
+    def growth(self) -> int:
+        """``g`` with every value :meth:`execute` computes at most ``2**g`` times the largest
+        complex modulus of its input, up to rounding (exact arithmetic).
+
+        The sum of the stages' bounds: a dense radix-``r`` stage multiplies the largest
+        modulus by at most ``r`` (its twiddles have modulus 1), a Bluestein stage of prime
+        ``p`` by at most ``2 p**2`` (inside and at its output, rounding included). So
+        ``growth`` is the sum of ``ceil(log2 r)`` over the radices (about ``log2 n``)
+        for lengths without a Bluestein stage. The transforms scale near-overflow
+        inputs by it (:mod:`fft.transforms`).
+        """
+        return sum(stage.growth for stage in self.stages)
 
     @property
     def nbytes(self) -> int:

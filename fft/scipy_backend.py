@@ -6,11 +6,16 @@
 >>> bool(np.array_equal(y, fft.fft(np.arange(4.0))))
 True
 
-The backend implements every function :mod:`fft` has. It answers
-``NotImplemented`` (scipy then tries its next backend, or raises) for the
-others (``dct``, ``hfft2``, ...), for long-double input, which this
-FP64-grade transform does not serve, and for arrays of non-numeric dtype
-(object, strings), which :mod:`fft` refuses but scipy may convert.
+The backend implements every complex-exponential transform of :mod:`scipy.fft`
+(the 1-D, 2-D and n-D forms of ``fft``, ``ifft``, ``rfft``, ``irfft``, ``hfft``
+and ``ihfft``). It answers ``NotImplemented`` (scipy then tries its next
+backend, or raises) for the others (the real-to-real ``dct``/``dst`` family and
+``fht``/``ifht``), for long-double input, which this FP64-grade transform does
+not serve, and for arrays of non-numeric dtype (object, strings), which
+:mod:`fft` refuses but scipy may convert. With ``only=True``, or as the global
+backend with nothing registered behind it, those calls raise; register scipy's
+own backend behind it (``scipy.fft.register_backend("scipy")``) to serve them
+(docs: "The scipy backend").
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ __ua_domain__ = "numpy.scipy.fft"
 
 _FUNCTIONS = {name: getattr(transforms, name) for name in
               ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2",
-               "irfft2", "rfftn", "irfftn", "hfft", "ihfft")}
+               "irfft2", "rfftn", "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn",
+               "ihfftn")}
 
 
 def __ua_function__(method, args, kwargs):

@@ -19,7 +19,10 @@ class PreparedOperand:
     Pass it as ``A`` (``side="left"``) or ``B`` (``side="right"``) of
     :func:`dgemm`, :func:`gemm`, :func:`zgemm` or :func:`matmul` in place of the
     array: the products give the bits of unprepared calls (everything kept is
-    exact), and skip what depends on this operand alone.
+    exact), and skip what depends on this operand alone. A real prepared operand
+    also serves complex products (:func:`zgemm`, or :func:`gemm` and
+    :func:`matmul` with a complex other operand), taken as complex as an
+    unprepared real array is; a complex one serves only complex products.
 
     Attributes
     ----------
@@ -60,6 +63,8 @@ def prepare(A: Any, *, side: str = "left", keep_residues: bool = True) -> Prepar
     ----------
     A : array_like, shape (..., m, k) (left) or (..., k, n) (right)
         Real or complex; copied once if it is not already float64/complex128.
+        The dtypes :func:`dgemm` takes: long double (``TypeError``) and
+        64-bit integers beyond ``2**53`` (``ValueError``) are refused.
     side : {"left", "right"}
         Which factor it will be.
     keep_residues : bool

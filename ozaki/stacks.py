@@ -38,6 +38,8 @@ def matmul(A: Any, B: Any, *, scheme: str = "auto",
     Returns
     -------
     ndarray, shape (..., m, n) (numpy's result shape), float64 or complex128
+        A numpy scalar (``np.float64`` or ``np.complex128``) when both operands
+        are 1-D, as ``np.matmul`` returns (the 0-d ``out`` when one is given).
     info : OzakiInfo
         One record for the call: ``num_moduli`` the largest count,
         ``slice_moduli`` the count of each slice (the batch's shape),
@@ -97,4 +99,6 @@ def matmul(A: Any, B: Any, *, scheme: str = "auto",
     if out is not None:
         out[...] = C
         C = out
+    elif C.ndim == 0:  # 1-D @ 1-D: a numpy scalar, as np.matmul returns
+        C = C[()]
     return (C, info) if (return_info or bounds) else C

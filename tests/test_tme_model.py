@@ -558,7 +558,8 @@ def test_import_is_light():
     code = ("import sys, tme_model; bad = [m for m in ('matplotlib', 'sympy', 'ozaki', 'fft', 'tqdm') "
             "if m in sys.modules]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
-    # no module of the package imports ozaki or an extra at load (DESIGN.md section 2)
+    # no module of the package imports ozaki or an extra at load (docs/architecture.rst,
+    # "Packages and imports")
     code = ("import importlib, pkgutil, sys, tme_model; "
             "[importlib.import_module(m.name) for m in pkgutil.walk_packages(tme_model.__path__, 'tme_model.') "
             "if not m.name.endswith('__main__')]; "

@@ -1,6 +1,6 @@
 """Tensor-Memory Equilibrium (TME) model: when does emulated FP64 beat native FP64?
 
-The Roofline with emulation parameters (DESIGN.md section 4)::
+The Roofline with emulation parameters (:doc:`tme_model`, "The model")::
 
     T_native = max(W / P64, Q / Bmem)
     T_emul   = max(alpha W / Plow, beta Q / Bmem) + gamma n_out

@@ -45,11 +45,14 @@ def _gamma(text: str) -> float | None:
         raise argparse.ArgumentTypeError(f"gamma must be a number of seconds or 'auto', got {text!r}")
 
 
-def _parser(prog: str, description: str) -> argparse.ArgumentParser:
+def _parser(prog: str, description: str, default_gpu: str | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=description)
     dev = p.add_argument_group("devices")
+    default = (f"default {default_gpu}, or device 'local' with --profile" if default_gpu
+               else "required unless --profile")
     dev.add_argument("--gpu", action="append", metavar="KEY",
-                     help="device key (repeatable: one panel or block each); see --list-gpus")
+                     help=f"device key (repeatable: one panel or block each; {default}); "
+                          "see --list-gpus")
     dev.add_argument("--list-gpus", action="store_true", help="list the known devices and exit")
     dev.add_argument("--specs", action="append", default=[], metavar="FILE",
                      help="TOML/JSON device file adding or overriding devices (repeatable)")
@@ -117,8 +120,9 @@ def _kernels(p: argparse.ArgumentParser, a: argparse.Namespace, sc: Scenario) ->
     return kernels
 
 
-def _run(prog: str, description: str, argv: Sequence[str] | None, extra) -> tuple:
-    p = _parser(prog, description)
+def _run(prog: str, description: str, argv: Sequence[str] | None, extra,
+         default_gpu: str | None = None) -> tuple:
+    p = _parser(prog, description, default_gpu)
     extra(p)
     a = p.parse_args(argv)
     devices = _devices(p, a)
@@ -128,6 +132,7 @@ def _run(prog: str, description: str, argv: Sequence[str] | None, extra) -> tupl
     sc = _scenario(p, a)
     kernels = _kernels(p, a, sc)
     gpus = a.gpu or ([load_profile(a.profile).name] if a.profile else None)
+    gpus = gpus or ([default_gpu] if default_gpu else None)
     if not gpus:
         p.error("give at least one --gpu (see --list-gpus)")
     results = []
@@ -177,8 +182,100 @@ def plot_main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+#: ``tme-table`` without ``--gpu`` (nor ``--profile``): the FP64-starved flagship the
+#: docs' examples use.
+DEFAULT_TABLE_GPU = "b300"
+#: Columns of the default text table, (header, row key, format): under 100 characters
+#: wide; ``--wide`` prints every column (:func:`tme_model.tables.prediction_table`).
+_COMPACT = (("kernel", "kernel", "{}"), ("I", "intensity", "{:.4g}"),
+            ("emulation", None, None), ("native [s]", "native_s", "{:.3g}"),
+            ("emul [s]", "emulated_s", "{:.3g}"), ("speedup", "speedup", "{:.3g}"),
+            ("bound", None, None), ("crossover I", "crossover_intensity", "{:.4g}"))
+_WIDTH = 100
+
+
+def _compact_cell(row: dict, key: str | None, fmt: str | None, head: str) -> str:
+    if head == "emulation":
+        n = "" if row["moduli"] is None else f" N={row['moduli']}"
+        return f"{row['scheme']}{n} a={row['alpha']:.4g}"
+    if head == "bound":
+        limiter = {"reconstruction": "recon"}.get(row["emulated_limiter"], row["emulated_limiter"])
+        return f"{row['regime'].split('/')[0]}/{limiter}"
+    if key == "crossover_intensity":
+        kind = row["crossover_kind"]
+        if kind == "never":
+            return "never"
+        tail = (" (tie)" if kind == "tie" else
+                " (tie below)" if row["crossover_ties_below"] else "")
+        return fmt.format(row[key]) + tail
+    return fmt.format(row[key])
+
+
+def _compact_table(rows: list[dict]) -> str:
+    """The default text table: one block per device, right-aligned, under 100 columns."""
+    out = []
+    head = [h for h, _, _ in _COMPACT]
+    for gpu in dict.fromkeys(r["gpu"] for r in rows):
+        body = [[_compact_cell(r, k, f, h) for h, k, f in _COMPACT]
+                for r in rows if r["gpu"] == gpu]
+        widths = [max(len(x) for x in col) for col in zip(head, *body)]
+        out.append(f"== {gpu}")
+        out += ["  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in [head] + body]
+        out.append("")
+    return "\n".join(out)
+
+
+def _legend(compact: bool) -> str:
+    """What the text table's columns mean (wrapped to 100 columns)."""
+    import textwrap
+
+    parts = ["I: arithmetic intensity, FLOP/byte."]
+    if compact:
+        parts.append("emulation: substrate, moduli N and a = alpha (low-precision products "
+                     "per FP64 product).")
+    parts += ["native, emul [s]: seconds for one call of the kernel at the size listed below "
+              "(native FP64, emulated FP64).",
+              "speedup: native / emulated time (> 1: emulation faster)."]
+    if compact:
+        parts.append("bound: what limits the native / emulated time (compute, memory, "
+                     "recon = reconstruction).")
+    parts.append("crossover I: the intensity above which emulation wins for the kernel's shape "
+                 "(never: at none).")
+    if compact:
+        parts.append("--wide: every column; --format json: every field.")
+    return textwrap.fill(" ".join(parts), _WIDTH)
+
+
+def _kernel_sizes(kernels: list[Kernel], markdown: bool) -> str:
+    """The size each kernel's times are for: its description, W and Q."""
+    import textwrap
+
+    rescaled = [k.intensity_source for k in kernels
+                if k.intensity_source not in ("first principles", "given")]
+    head = "Times are for one call of each kernel at (W: FP64 flops, Q: bytes moved"
+    if rescaled:
+        head += f"; W from the intensities of {', '.join(dict.fromkeys(rescaled))}"
+    head += "):"
+    if markdown:
+        return "\n".join([head, ""] + [f"- {k.name}: {k.description} (W = {k.flops:.3g}, "
+                                       f"Q = {k.bytes:.3g})" for k in kernels])
+    w = max(len(k.name) for k in kernels)
+    cells = [(f"W {k.flops:.3g}", f"Q {k.bytes:.3g}") for k in kernels]
+    ww, wq = (max(len(c[i]) for c in cells) for i in (0, 1))
+    out = [textwrap.fill(head, _WIDTH)]
+    for k, (cw, cq) in zip(kernels, cells):
+        lead = f"  {k.name:<{w}}  {cw:<{ww}}  {cq:<{wq}}  "
+        out.append(textwrap.fill(k.description, _WIDTH, initial_indent=lead,
+                                 subsequent_indent=" " * len(lead)))
+    return "\n".join(out)
+
+
 def table_main(argv: Sequence[str] | None = None) -> int:
     """``tme-table``: one row per kernel with the TME model's predictions.
+
+    Without ``--gpu`` (nor ``--profile``) the device is :data:`DEFAULT_TABLE_GPU`. The
+    default text table fits 100 columns (``--wide``: every column), with a legend of the
+    columns and the size each kernel's times are for below it.
 
     Parameters
     ----------
@@ -191,12 +288,19 @@ def table_main(argv: Sequence[str] | None = None) -> int:
         Exit status (0).
     """
     def extra(p):
-        p.add_argument("--format", choices=("text", "markdown", "json", "csv"), default="text")
-        p.add_argument("--baseline", metavar="KEY",
-                       help="add columns relative to this device's native FP64 (e.g. paper:h100)")
+        out = p.add_argument_group("output")
+        out.add_argument("--format", choices=("text", "markdown", "json", "csv"), default="text",
+                         help="text (default): an aligned table under 100 columns, with a "
+                              "legend; markdown: a Markdown table of every column; json: a list "
+                              "of objects with every field; csv: the same fields as CSV")
+        out.add_argument("--wide", action="store_true",
+                         help="text: every column (about 170 characters wide)")
+        out.add_argument("--baseline", metavar="KEY",
+                         help="add columns relative to this device's native FP64 (e.g. "
+                              "paper:h100; text: implies --wide)")
 
     p, a, sc, results = _run("tme-table", "Native vs emulated FP64 per kernel (TME model).",
-                             argv, extra)
+                             argv, extra, default_gpu=DEFAULT_TABLE_GPU)
     if results is None:
         return 0
     baseline = None
@@ -205,8 +309,9 @@ def table_main(argv: Sequence[str] | None = None) -> int:
             baseline = get_device(a.baseline, _devices(p, a))
         except TMEError as exc:
             p.error(str(exc))
+    kernels = _kernels(p, a, sc)
     try:
-        rows = tables.prediction_rows(results, _kernels(p, a, sc), baseline)
+        rows = tables.prediction_rows(results, kernels, baseline)
     except TMEError as exc:
         p.error(str(exc))
     if a.format == "json":
@@ -218,8 +323,17 @@ def table_main(argv: Sequence[str] | None = None) -> int:
         writer.writerows(rows)
         print(buf.getvalue(), end="")
     else:
+        markdown = a.format == "markdown"
+        compact = not (markdown or a.wide or baseline)
         print(f"TME model: {sc.describe()}\n")
-        print(tables.prediction_table(rows, a.format == "markdown", baseline.key if baseline else None))
+        if compact:
+            print(_compact_table(rows))
+        else:
+            print(tables.prediction_table(rows, markdown, baseline.key if baseline else None))
+        if not markdown:
+            print(_legend(compact))
+            print()
+        print(_kernel_sizes(kernels, markdown))
     return 0
 
 

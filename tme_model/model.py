@@ -1,4 +1,4 @@
-"""The Tensor-Memory Equilibrium model (DESIGN.md section 4), numerically.
+"""The Tensor-Memory Equilibrium model (:doc:`tme_model`, "The model"), numerically.
 
 For a kernel with W FP64 flops, Q bytes and n_out outputs on hardware with FP64 peak
 P64, low-precision peak Plow and bandwidth Bmem::

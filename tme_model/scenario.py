@@ -197,7 +197,8 @@ def _check(name: str, value: float | None, low: float) -> None:
         raise ValueError(f"{name} must be a finite number >= {low:g}, got {value!r}")
 
 
-#: The TME paper's configurations (arXiv:2606.06510; DESIGN.md section 4).
+#: The TME paper's configurations (arXiv:2606.06510; :doc:`tme_model`,
+#: "The TME paper, reproduced and checked").
 PRESETS: dict[str, Scenario] = {
     "paper-v1": Scenario(label="paper-v1", scheme="fp8", alpha=10.0, beta=1.0, gamma=0.0,
                          paper_intensities=True),

@@ -1,8 +1,8 @@
 """Ozaki Scheme II substrates: moduli counts, the compute multiplier alpha, scheme choice.
 
 The scheme facts are ``ozaki``'s, read through its public functions (imported inside
-the functions, so that ``import tme_model`` does not load ``ozaki``; DESIGN.md
-section 2):
+the functions, so that ``import tme_model`` does not load ``ozaki``; :doc:`architecture`,
+"Packages and imports"):
 
 * alpha, the exact low-precision GEMMs one emulated FP64 GEMM costs, is the work of the
   calls :func:`ozaki.exact_gemms` lists, on the engine that models the scheme's own
@@ -59,7 +59,7 @@ UNIT_ENGINES: dict[str, str] = {"int8": "cpu-int8", "fp8": "cpu-fp8", "fp64": "c
 #: count (:func:`ozaki.auto_num_moduli`: error no worse than twice native DGEMM's
 #: componentwise error, INT8 16, FP8 13 at k <= 4096, more for larger k as ozaki
 #: measured).  "certified" is the model's stricter choice, error <= ``u (|A||B|)_ij``
-#: certified at phi <= 1: 124-132 bits of P instead of 112-120 (DESIGN.md section 3),
+#: certified at phi <= 1: 124-132 bits of P instead of 112-120 (:doc:`algorithm`, "Error bound"),
 #: INT8 16-17 and FP8 14-15 moduli at k <= 4096; the upper end is taken, one INT8 and
 #: two FP8 moduli above the automatic count, at every k.  The peers' defaults (GEMMul8
 #: INT8 14-15 / FP8 10-11, the TME paper's FP8 12) are below FP64 grade by this measure.

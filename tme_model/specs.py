@@ -169,7 +169,7 @@ class Device:
         ----------
         matrix : bool
             ``True`` for GEMM-like kernels, which may use the matrix units: the peak is
-            then max(vector, matrix) (DESIGN section 4); otherwise the vector peak.
+            then max(vector, matrix) (:doc:`tme_model`, "The model"); otherwise the vector peak.
 
         Returns
         -------

@@ -1,6 +1,6 @@
 """Closed forms of the TME model, derived with sympy.
 
-:func:`derive` starts from the two time equations of DESIGN.md section 4 and derives
+:func:`derive` starts from the two time equations (:doc:`tme_model`, "The model") and derives
 throughputs, ridges, the speedup in each regime, the crossover intensity and the
 break-even beta.  :mod:`tme_model.model` implements the same forms numerically; the
 tests compare the two, and :func:`latex` renders them for the docs.

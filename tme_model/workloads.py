@@ -29,7 +29,7 @@ __all__ = [
 
 #: The kernels a table or plot shows by default, in order.
 DEFAULT_KERNELS: tuple[str, ...] = ("dgemm", "gemv-b8", "gemv-b2", "stencil7", "spmv", "fft3d")
-#: The TME paper's kernel intensities in FLOP/byte (arXiv:2606.06510; DESIGN section 4).
+#: The TME paper's kernel intensities in FLOP/byte (arXiv:2606.06510; :doc:`tme_model`, "Kernels").
 PAPER_INTENSITY: dict[str, float] = {
     "dgemm": 50.0, "gemv-b8": 4.0, "gemv-b2": 1.5, "stencil7": 0.5, "spmv": 0.2, "fft3d": 1.56,
 }

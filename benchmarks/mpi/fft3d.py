@@ -32,11 +32,12 @@ for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import textwrap  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from .jobs import PROFILE, abort_on_error, idle_barrier, meta, sweep  # noqa: E402
+from .jobs import PROFILE, RankParser, abort_on_error, idle_barrier, meta, sweep  # noqa: E402
 from .network import load_net  # noqa: E402
 
 PHASES = ("transforms", "transposes", "packing", "passes")
@@ -183,19 +184,24 @@ def _all_kinds(rates: dict):
 def main(argv=None) -> int:
     from mpi4py import MPI
 
-    p = argparse.ArgumentParser(prog="python -m benchmarks.mpi.fft3d",
-                                description="Distributed 3-D FFTs (slabs, pencils) under MPI.")
+    p = RankParser(prog="python -m benchmarks.mpi.fft3d",
+                   description="Distributed 3-D FFTs (slabs, pencils) under MPI.")
     p.add_argument("--n", type=int, default=128, help="n of the n^3 array (default 128)")
     p.add_argument("--grid", help="PxQ (default: as square as the size allows)")
-    p.add_argument("--sweep", choices=("strong",))
-    p.add_argument("--transform", choices=("c2c", "r2c"), default="c2c")
-    p.add_argument("--repeats", type=int, default=2, help="runs per case (the fastest kept)")
-    p.add_argument("--json", metavar="FILE")
+    p.add_argument("--sweep", choices=("strong",),
+                   help="slabs on 1, 2, 4 ranks and pencils (2x2) on 4; default: one run on "
+                        "every rank")
+    p.add_argument("--transform", choices=("c2c", "r2c"), default="c2c",
+                   help="fftn (c2c, default) or rfftn (r2c)")
+    p.add_argument("--repeats", type=int, default=2,
+                   help="runs per case, the fastest kept (default 2)")
+    p.add_argument("--json", metavar="FILE", help="write the runs as JSON (default: none)")
     p.add_argument("--plot", metavar="FILE", help="sweep plot (png/svg/pdf)")
     p.add_argument("--table", metavar="FILE", help="the runs as an RST table (for the docs)")
     p.add_argument("--network", metavar="KEY|FILE",
                    help="alpha-beta network for the predictions (default: calibrate now)")
-    p.add_argument("--profile", default=str(PROFILE), help="TME calibration profile")
+    p.add_argument("--profile", default=str(PROFILE),
+                   help="TME calibration profile (default docs/_generated/tme_profile.json)")
     a = p.parse_args(argv)
     if a.n < 2 or a.repeats < 1:
         p.error("--n must be at least 2 and --repeats positive")
@@ -205,7 +211,10 @@ def main(argv=None) -> int:
     from tme_model.profile_file import load_profile
     profile = load_profile(a.profile)
     net, net_rec = load_net(world, a.network)
-    cases = _cases(size, a.sweep is not None, a.grid)
+    try:
+        cases = _cases(size, a.sweep is not None, a.grid)
+    except SystemExit as exc:  # a bad --grid: a usage error, printed once
+        p.error(str(exc.code))
     refs = _serial(a.n, a.transform) if rank == 0 else {}
     runs = sweep(world, cases,
                  lambda sub, shape: run_case(sub, a.n, shape, a.transform, a.repeats, refs,
@@ -214,6 +223,15 @@ def main(argv=None) -> int:
     if rank == 0:
         _report(runs, net, net_rec, a, cores, size)
     return 0
+
+
+#: What the report's words and numbers mean, printed after the runs.
+LEGEND = ("t: the slowest rank's time of the fastest repeat.  Nx scipy: t / the time of "
+          "serial scipy.fft on one thread.  model Nx: the TME model's predicted time / the "
+          "measured one (1: exact; below 1: the run was slower than modelled).  sent/rank: the "
+          "most bytes a rank sent.  bits differ: 64-bit words whose bits differ from the serial "
+          "call with the same plans (0 for the emulated transform).  err vs scipy: relative L2 "
+          "distance to scipy.fft.")
 
 
 def _report(runs, net, net_rec, a, cores, size):
@@ -225,6 +243,10 @@ def _report(runs, net, net_rec, a, cores, size):
               f"bits differ {r['differing_words_vs_serial']} err vs scipy "
               f"{r['rel_l2_error_vs_scipy']:.1e}"
               f"{' OVERSUBSCRIBED' if r['oversubscribed'] else ''}")
+    if runs:
+        over = " OVERSUBSCRIBED: more ranks than cores, the times say nothing about speed."
+        print("\n" + textwrap.fill("Legend: " + LEGEND
+                                   + (over if any(r["oversubscribed"] for r in runs) else ""), 100))
     doc = {"meta": meta(net, net_rec, a.profile, ranks=size, cores=cores, n=a.n,
                         transform=a.transform, sweep=a.sweep, repeats=a.repeats),
            "runs": runs}

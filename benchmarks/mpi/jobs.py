@@ -3,18 +3,49 @@
 Each benchmark runs its cases on the first ``r`` ranks of ``COMM_WORLD`` (a
 sub-communicator), the other ranks waiting asleep (:func:`idle_barrier`: MPICH's own
 barrier spins and would take the cores from the ranks at work), with a progress bar
-on rank 0.
+on rank 0.  :class:`RankParser` parses the command line on every rank and lets rank 0
+alone print ``--help`` and usage errors.
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 import time
 from pathlib import Path
 
-__all__ = ["PROFILE", "abort_on_error", "idle_barrier", "meta", "sweep"]
+__all__ = ["PROFILE", "RankParser", "abort_on_error", "idle_barrier", "meta", "sweep"]
 
 #: The calibration profile the predictions use by default.
 PROFILE = Path(__file__).resolve().parents[2] / "docs" / "_generated" / "tme_profile.json"
+
+
+class RankParser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` whose messages only rank 0 of ``comm``
+    (default ``COMM_WORLD``) prints.
+
+    Every rank parses the same command line, so every rank reaches the same result, or
+    exits alike (``--help``: status 0, a usage error: 2); the help text and the error
+    message appear once, not once per rank.
+    """
+
+    def __init__(self, *args, comm=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if comm is None:
+            from mpi4py import MPI
+            comm = MPI.COMM_WORLD
+        self.quiet = comm.Get_rank() != 0
+
+    def print_usage(self, file=None) -> None:
+        if not self.quiet:
+            super().print_usage(file)
+
+    def print_help(self, file=None) -> None:
+        if not self.quiet:
+            super().print_help(file)
+
+    def exit(self, status: int = 0, message: str | None = None):
+        super().exit(status, None if self.quiet else message)
 
 
 def idle_barrier(comm, poll: float = 0.005) -> None:
@@ -50,7 +81,11 @@ def sweep(world, cases, run, desc: str, label) -> list:
             bar.set_postfix(**label(case))
     idle_barrier(world)
     if bar:
-        bar.close()
+        bar.close()  # its last line ends with a newline, on stderr ...
+        sys.stderr.flush()
+        # ... which mpiexec forwards apart from stdout: give it time to arrive before
+        # rank 0 prints its results, or the first of them lands on the bar's line
+        time.sleep(0.25)
     return runs
 
 

@@ -85,8 +85,12 @@ def load_net(comm, spec: str | None):
 def main(argv=None) -> int:
     from mpi4py import MPI
 
-    p = argparse.ArgumentParser(prog="python -m benchmarks.mpi.network", description=__doc__)
-    p.add_argument("-o", "--output", default="network.json")
+    from .jobs import RankParser
+
+    p = RankParser(prog="python -m benchmarks.mpi.network", description=__doc__,
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-o", "--output", default="network.json",
+                   help="the calibration record to write (default network.json)")
     a = p.parse_args(argv)
     comm = MPI.COMM_WORLD
     if comm.Get_size() < 2:

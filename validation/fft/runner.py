@@ -75,6 +75,12 @@ def _rst(bl, image_prefix: str = "") -> str:
     return text.replace("``python -m validation``", "``python -m validation.fft``", 1)
 
 
+def count_line(cases: int, checks: int) -> str:
+    """What was run, counted as the progress bar counts it: the checks of the long-double
+    reference and the FFT cases."""
+    return f"{cases + checks} runs ({cases} FFT cases, {checks} checks of the reference)"
+
+
 def main(argv=None) -> int:
     ap = campaign_parser("python -m validation.fft", "The FFT accuracy campaign.",
                          "the CI tier (under a minute)")
@@ -89,8 +95,8 @@ def main(argv=None) -> int:
     out = Path(args.out)
     write(res, out, args.docs)
     fails, known = res["failures"], res["known_issues"]
-    print(f"{len(cases)} FFT cases, {len(fails)} failures, {len(known)} known issues, "
-          f"{res['meta']['seconds']:.0f} s; report in {out}")
+    print(f"{count_line(len(cases), len(res['reference_checks']))}: {len(fails)} failures, "
+          f"{len(known)} known issues, {res['meta']['seconds']:.0f} s; report in {out}")
     for tag, fs in (("FAIL", fails), ("KNOWN", known)):
         for f in fs[:20]:
             print(f"{tag} {f['check']}: case {f['case']}: {float(f['measured']):.3g} > "
