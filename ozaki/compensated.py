@@ -7,9 +7,12 @@ complex one, on its real embedding), with ``num_moduli="auto"`` and operands tha
 were not prepared, :func:`ozaki.dgemm` and its siblings compute each entry instead by
 **Dot2**, the compensated dot product of Ogita, Rump and Oishi ("Accurate sum and dot
 product", SIAM J. Sci. Comput. 26(6), 2005, Algorithm 5.3): every product
-``a b = p + e`` split error-free (Dekker's TwoProduct on Veltkamp's halves, no FMA),
-every partial sum ``s + p = t + q`` split error-free (Knuth's TwoSum), the errors
-``q + e`` summed apart, and ``fl(s + c)`` returned. Their Proposition 5.5 bounds the
+``a b = p + e`` split error-free (their TwoProductFMA: ``e = fma(a, b, -p)``), every
+partial sum ``s + p = t + q`` split error-free (Knuth's TwoSum), the errors ``q + e``
+summed apart, and ``fl(s + c)`` returned. The fused multiply-add is explicit (LLVM's
+``llvm.fma``: IEEE 754's correctly rounded ``a b + c``, in hardware or in libm), never a
+contraction, so its result is the same on every machine (:doc:`algorithm`, "FMA
+policy"); here it is exact. Their Proposition 5.5 bounds the
 result of ``k`` terms, when no product underflows and nothing overflows, by
 
     ``|res - a.b| <= u |a.b| + gamma_k**2 (|a|.|b|)``,  ``gamma_k = k u / (1 - k u)``,
@@ -37,6 +40,9 @@ from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 from .fallback import exact_bound, exact_entries
 from .parallel import run
@@ -52,8 +58,19 @@ __all__ = ["SMALL_WORK", "applies", "emulated_options", "product", "unsafe_entri
 SMALL_WORK = 2 ** 24
 #: Work (terms) from which the path runs its rows on several threads (about 30 us).
 PARALLEL_WORK = 2 ** 16
-_SPLITTER = 134217729.0  # 2**27 + 1, Veltkamp's constant for 53-bit doubles
 _U = 2.0 ** -53
+
+
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """``fma(a, b, c)``: ``a b + c`` rounded once (LLVM's ``llvm.fma``, always fused)."""
+    sig = types.float64(types.float64, types.float64, types.float64)
+
+    def codegen(context, builder, signature, args):
+        d = ir.DoubleType()
+        fn = builder.module.declare_intrinsic("llvm.fma", [d], ir.FunctionType(d, [d, d, d]))
+        return builder.call(fn, args)
+    return sig, codegen
 
 
 def applies(opts, prepared: bool, m: int, n: int, k: int, complex_: bool) -> bool:
@@ -82,20 +99,16 @@ def emulated_options(scheme: str, m: int, k: int, n: int, complex_: bool = False
 
 
 @nb.njit(cache=True)
-def _halves(X, axis):
-    """Veltkamp halves ``x = h + l`` of each entry, and each line's exponent range.
+def _exponents(X, axis):
+    """Each line's exponent range: ``(emax, emin, bad)``, each (b, lines).
 
     Lines are the rows (``axis`` 0) or columns (1) of every slice of ``X`` (b, r, c),
-    C-ordered. Returns ``(H, L, emax, emin, bad)``: the halves, per line the largest
-    biased exponent over finite entries and the smallest over finite nonzero ones
-    (2047 when there is none; 0 for a subnormal), and whether it holds an Inf or a NaN.
-    ``h = fl(fl(S x) - fl(fl(S x) - x))`` with ``S = 2**27 + 1`` and ``l = x - h`` are
-    exact halves of 26 and 27 bits when ``S x`` does not overflow (``|x| < 2**995``,
-    which :func:`unsafe_entries` asks).
+    C-ordered: the largest biased exponent over finite entries, the smallest over
+    finite nonzero ones (2047 when there is none; 0 for a subnormal), and whether the
+    line holds an Inf or a NaN.
     """
     b, r, c = X.shape
     n = r if axis == 0 else c
-    H, L = np.empty_like(X), np.empty_like(X)
     emax = np.zeros((b, n), np.int64)
     emin = np.full((b, n), 2047, np.int64)
     bad = np.zeros((b, n), np.bool_)
@@ -103,11 +116,6 @@ def _halves(X, axis):
     for g in range(b):
         for i in range(r):
             for j in range(c):
-                x = X[g, i, j]
-                t = _SPLITTER * x
-                h = t - (t - x)
-                H[g, i, j] = h
-                L[g, i, j] = x - h
                 e = (bits[g, i, j] >> 52) & 0x7FF
                 line = i if axis == 0 else j
                 if e == 0x7FF:
@@ -115,22 +123,20 @@ def _halves(X, axis):
                 else:
                     if e > emax[g, line]:
                         emax[g, line] = e
-                    if x != 0.0 and e < emin[g, line]:
+                    if X[g, i, j] != 0.0 and e < emin[g, line]:
                         emin[g, line] = e
-    return H, L, emax, emin, bad
+    return emax, emin, bad
 
 
 @nb.njit(nogil=True, cache=True)
-def _dot2_rows(t0, t1, A, Ah, Al, B, Bh, Bl, C):
+def _dot2_rows(t0, t1, A, B, C):
     """Rows ``t0:t1`` (flattened over the stack) of ``C = A @ B`` by Dot2.
 
-    ``A`` (ba, m, k), ``B`` (bb, k, n) with ``ba``, ``bb`` 1 (shared) or ``b``, their
-    Veltkamp halves beside them. Per entry, in order of ``l``:
-    ``p = fl(a b)``, ``e = (((ah bh - p) + al bh) + ah bl) + al bl`` (Dekker's error
-    term, his order with the signs turned: exact),
+    ``A`` (ba, m, k), ``B`` (bb, k, n) with ``ba``, ``bb`` 1 (shared) or ``b``. Per
+    entry, in order of ``l``: ``p = fl(a b)``, ``e = fma(a, b, -p)`` (exact),
     ``t = fl(s + p)``, ``q`` its TwoSum error (exact), ``c = fl(c + fl(q + e))``; the
-    entry is ``fl(s + c)``. The loop over a row's columns vectorises: the columns
-    are independent accumulators.
+    entry is ``fl(s + c)``. The loop over a row's columns vectorises: the columns are
+    independent accumulators.
     """
     m, k = A.shape[1], A.shape[2]
     n = B.shape[2]
@@ -145,11 +151,11 @@ def _dot2_rows(t0, t1, A, Ah, Al, B, Bh, Bl, C):
             s[j] = 0.0
             c[j] = 0.0
         for l in range(k):
-            a, ah, al = A[ga, i, l], Ah[ga, i, l], Al[ga, i, l]
-            b_, bh_, bl_ = B[gb, l], Bh[gb, l], Bl[gb, l]
+            a = A[ga, i, l]
+            row = B[gb, l]
             for j in range(n):
-                p = a * b_[j]
-                e = (((ah * bh_[j] - p) + al * bh_[j]) + ah * bl_[j]) + al * bl_[j]
+                p = a * row[j]
+                e = _fma(a, row[j], -p)
                 sj = s[j]
                 t = sj + p
                 z = t - sj
@@ -182,8 +188,8 @@ def _abs_rows(t0, t1, A, B, M):
 
 
 #: :func:`unsafe_entries`' codes: Dot2 serves the entry; products may underflow (the
-#: entry is not certified: the fallback policy decides); a sum or a half may overflow
-#: (the exactly rounded dot product, whatever the policy, as the overflow guard).
+#: entry is not certified: the fallback policy decides); a sum may overflow (the
+#: exactly rounded dot product, whatever the policy, as the overflow guard).
 SAFE, UNDERFLOW, OVERFLOW = 0, 1, 2
 
 
@@ -193,19 +199,19 @@ def unsafe_entries(amax, amin, bmax, bmin, k, mask):
 
     With biased exponents (``|x| < 2**(e - 1022)``, ``|x| >= 2**(e - 1023)`` for
     normal ``x``; ``amax``/``amin`` (ba, m) of ``A``'s rows, ``bmax``/``bmin`` (bb, n)
-    of ``B``'s columns, from :func:`_halves`, ``ba``/``bb`` 1 or ``b``), entry
+    of ``B``'s columns, from :func:`_exponents`, ``ba``/``bb`` 1 or ``b``), entry
     ``(i, j)`` is safe when
 
-    * no half overflows: every ``|x| < 2**995`` (``e <= 2017``);
-    * nothing overflows: every partial sum is below ``k 2**(ea + eb - 2044) <= 2**1021``;
+    * nothing overflows: every product and partial sum is below
+      ``k 2**(ea + eb - 2044) <= 2**1021``;
     * no product underflows: every nonzero ``|a b| >= 2**(ea + eb - 2046) >= 2**-900``,
-      so Dekker's product is exact (it needs ``e_a + e_b >= -969``) and its partial
-      products are normal (a subnormal operand, ``e = 0``, fails this).
+      so ``fma(a, b, -p)`` is exact (it needs ``e_a + e_b >= -969``, Boldo and
+      Muller; a subnormal operand, ``e = 0``, fails this).
 
     Sums never lose bits to underflow (a sum in the subnormal range is exact), so
     these are all the conditions of Proposition 5.5. ``mask`` receives
-    :data:`OVERFLOW` where one of the first two fails, else :data:`UNDERFLOW` where
-    the third does, else :data:`SAFE`. Returns the counts ``(underflow, overflow)``.
+    :data:`OVERFLOW` where the first fails, else :data:`UNDERFLOW` where the second
+    does, else :data:`SAFE`. Returns the counts ``(underflow, overflow)``.
     """
     b, m, n = mask.shape
     lk = 0
@@ -219,7 +225,7 @@ def unsafe_entries(amax, amin, bmax, bmin, k, mask):
             ah, al = amax[ga, i], amin[ga, i]
             for j in range(n):
                 bh, bl = bmax[gb, j], bmin[gb, j]
-                top = (ah + bh + lk > 2044 + 1021) | (ah > 2017) | (bh > 2017)
+                top = ah + bh + lk > 2044 + 1021
                 low = al + bl < 2046 - 900
                 code = OVERFLOW if top else (UNDERFLOW if low else SAFE)
                 mask[g, i, j] = code
@@ -230,11 +236,11 @@ def unsafe_entries(amax, amin, bmax, bmin, k, mask):
 
 @nb.njit(nogil=True, cache=True)
 def _prepare(A, B, b):
-    """:func:`_halves` of ``A``'s rows and ``B``'s columns, and :func:`unsafe_entries`
+    """:func:`_exponents` of ``A``'s rows and ``B``'s columns, and :func:`unsafe_entries`
     for ``b`` slices, in one compiled call (a small product pays each call's dispatch).
     ``rare``: some entry is not :data:`SAFE` or some line holds an Inf or a NaN."""
-    Ah, Al, amax, amin, abad = _halves(A, 0)
-    Bh, Bl, bmax, bmin, bbad = _halves(B, 1)
+    amax, amin, abad = _exponents(A, 0)
+    bmax, bmin, bbad = _exponents(B, 1)
     codes = np.empty((b, A.shape[1], B.shape[2]), np.int8)
     under, over = unsafe_entries(amax, amin, bmax, bmin, A.shape[2], codes)
     special = False
@@ -242,15 +248,15 @@ def _prepare(A, B, b):
         special |= x
     for x in bbad.ravel():
         special |= x
-    return Ah, Al, Bh, Bl, codes, under + over > 0 or special, abad, bbad
+    return codes, under + over > 0 or special, abad, bbad
 
 
 @nb.njit(nogil=True, cache=True)
 def _serial(A, B, C):
     """:func:`_prepare` and every row of :func:`_dot2_rows` in one call (a tiny product);
     whether some entry is unsafe or some line holds an Inf or a NaN."""
-    Ah, Al, Bh, Bl, _, rare, _, _ = _prepare(A, B, C.shape[0])
-    _dot2_rows(0, C.shape[0] * C.shape[1], A, Ah, Al, B, Bh, Bl, C)
+    rare = _prepare(A, B, C.shape[0])[1]
+    _dot2_rows(0, C.shape[0] * C.shape[1], A, B, C)
     return rare
 
 
@@ -294,8 +300,8 @@ def product(A: np.ndarray, B: np.ndarray, out: np.ndarray, bounds: bool = False,
     if serial and not bounds:
         rare = _serial(A, B, out)
     else:
-        Ah, Al, Bh, Bl, _, rare, _, _ = _prepare(A, B, b)
-        run(_dot2_rows, b * m, A, Ah, Al, B, Bh, Bl, out, max_threads=serial)
+        rare = _prepare(A, B, b)[1]
+        run(_dot2_rows, b * m, A, B, out, max_threads=serial)
     eb = None
     if bounds:
         eb = np.empty((b, m, n))
@@ -316,7 +322,7 @@ def product(A: np.ndarray, B: np.ndarray, out: np.ndarray, bounds: bool = False,
 def _rare(A, B, out, eb, policy: str) -> Outcome:
     """The entries Dot2 does not serve (:func:`unsafe_entries`) and the non-finite values
     (exact arithmetic's semantics, :func:`ozaki.special.apply_nonfinite`)."""
-    _, _, _, _, codes, _, abad, bbad = _prepare(A, B, out.shape[0])
+    codes, _, abad, bbad = _prepare(A, B, out.shape[0])
     finite = ~abad[:, :, None] & ~bbad[:, None, :]  # elsewhere exact arithmetic decides
     under = (codes == UNDERFLOW) & finite
     done = Outcome(bound=eb, uncertified=int(under.sum()),

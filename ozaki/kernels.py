@@ -13,7 +13,8 @@ task layouts. Every kernel is exact or rounds once, documented per function:
   is produced by one task in a fixed order: results do not depend on the thread
   count;
 * no ``fastmath``: numba does not contract ``a*b + c`` into an FMA without it, so
-  the FMA policy is "none anywhere" (:doc:`algorithm`, "FMA policy");
+  no kernel here fuses (:doc:`algorithm`, "FMA policy"; the one explicit, exact FMA
+  is in :mod:`ozaki.compensated`);
 * rounding to an integer uses the ``1.5 * 2**52`` constant, exact for
   ``|x| <= 2**51`` and identical on every IEEE machine.
 

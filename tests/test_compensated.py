@@ -68,6 +68,14 @@ def test_meets_the_accurate_contract_and_its_bound(AB, mode):
     assert 0.5 <= info.max_bound_ratio < 0.5 + 2.0 ** -20
 
 
+def test_the_product_error_is_recovered_exactly_by_the_fused_multiply_add():
+    # (1 + 2**-30)(1 - 2**-30) = 1 - 2**-60 rounds to 1: only an exact error term
+    # (fma(a, b, -p), fused, not contracted or dropped) leaves -2**-60 after the 1 cancels
+    a = 1 + 2.0 ** -30
+    C = ozaki.dgemm(np.array([[a, -1.0]]), np.array([[2 - a], [1.0]]))
+    assert C[0, 0] == -2.0 ** -60
+
+
 def test_ill_conditioned_dot_products_meet_the_contract(rng):
     # sums of huge terms that cancel to a small result: Dot2's twice-working accuracy
     k = 40
@@ -87,7 +95,7 @@ def test_unsafe_entries_take_the_exactly_rounded_dot_product(rng):
     A[1, 2] = 2.0 ** -895     # products down to 2**-895: safe ...
     B[0, 3] = 2.0 ** -60      # ... but with this column below 2**-900: entry (1, 3)
     A[3, 0] = 5e-324          # a subnormal: row 3 everywhere
-    A[4, 6] = 2.0 ** 1000     # its halves would overflow: row 4 everywhere
+    A[4, 6] = 2.0 ** 1020     # row 4: sums may pass 2**1021 everywhere
     A[0, 0] = 2.0 ** 990      # row 0 with column 2: sums may pass 2**1021
     B[1, 2] = 2.0 ** 30
     C, info = ozaki.dgemm(A, B, bounds=True)
