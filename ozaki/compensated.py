@@ -12,8 +12,8 @@ partial sum ``s + p = t + q`` split error-free (Knuth's TwoSum), the errors ``q 
 summed apart, and ``fl(s + c)`` returned. The fused multiply-add is explicit (LLVM's
 ``llvm.fma``: IEEE 754's correctly rounded ``a b + c``, in hardware or in libm), never a
 contraction, so its result is the same on every machine (:doc:`algorithm`, "FMA
-policy"); here it is exact. Their Proposition 5.5 bounds the
-result of ``k`` terms, when no product underflows and nothing overflows, by
+policy"); here it is exact. Their Proposition 5.5 bounds the result of ``k`` terms,
+when no product underflows and nothing overflows, by
 
     ``|res - a.b| <= u |a.b| + gamma_k**2 (|a|.|b|)``,  ``gamma_k = k u / (1 - k u)``,
 
@@ -21,9 +21,11 @@ so with ``gamma_k**2 <= u`` (every ``k <= 2**26``; here ``k <= SMALL_WORK = 2**2
 each entry meets the accurate mode's target ``u |AB| + u |A||B|`` and, since
 ``(|A||B|)_ij <= ||a_i||_2 ||b_j||_2``, the fast mode's normwise one. The conditions
 are checked per entry from its row's and column's exponent range
-(:func:`unsafe_entries`); an entry that fails them is computed by the exactly rounded
-dot product (:mod:`ozaki.exactdot`) instead, and non-finite values follow exact
-arithmetic (:mod:`ozaki.special`), as on the emulated path.
+(:func:`unsafe_entries`): an entry whose sums may overflow is computed by the exactly
+rounded dot product (:mod:`ozaki.exactdot`), as the emulated path's overflow guard
+does; one whose products may underflow is uncertified, and the fallback policy decides
+(its exactly rounded value, Dot2's value without a bound, or an error); non-finite
+values follow exact arithmetic (:mod:`ozaki.special`), as on the emulated path.
 
 Each entry's value depends on row ``i`` of ``A`` and column ``j`` of ``B`` alone, in a
 fixed order of IEEE operations (no ``fastmath``: no contraction, no reassociation),
@@ -51,10 +53,10 @@ from .special import apply_nonfinite
 __all__ = ["SMALL_WORK", "applies", "emulated_options", "product", "unsafe_entries"]
 
 #: Largest work ``m n k`` of a product (per slice of a stack; ``4 m n k`` complex)
-#: that takes this path. Dot2 costs 0.45-0.55 ns a term on one AVX-512 core, so
-#: ``2**24`` terms take about 8 ms on one thread, where the emulation of a
-#: 256 x 256 x 256 product is slower; a fixed constant, so the path never depends on
-#: the machine.
+#: that takes this path. Dot2 costs about 0.28 ns a term on one AVX-512 core, so
+#: ``2**24`` terms (256 x 256 x 256) take about 5 ms on one thread, less than the
+#: emulation of that product; a fixed constant, so the path never depends on the
+#: machine.
 SMALL_WORK = 2 ** 24
 #: Work (terms) from which the path runs its rows on several threads (about 30 us).
 PARALLEL_WORK = 2 ** 16
