@@ -195,11 +195,5 @@ def policy_for(fallback, num_moduli) -> str:
     """The fallback policy: ``"exact"`` by default with ``"auto"``, else ``"none"``."""
     if fallback is None:
         return "exact" if num_moduli == "auto" else "none"
-    if isinstance(fallback, str) and fallback == "native":
-        import warnings
-        warnings.warn('fallback="native" is now "exact": fallback entries are computed by '
-                      "the exactly rounded dot product, not by BLAS", FutureWarning,
-                      stacklevel=4)
-        return "exact"
     check_choice(fallback, "fallback", FALLBACKS)
     return fallback

@@ -2,126 +2,22 @@
 
 Each checks its arguments (:mod:`ozaki.arguments`), brings its operands to
 stacks (b, m, k) @ (b, k, n) (a shared operand is a stack of one), and runs
-:func:`ozaki.pipeline.emulate`: real products directly, complex ones on their
-real embedding with Gauss's three products per modulus. ``matmul`` is in
-:mod:`ozaki.stacks`, ``prepare`` in :mod:`ozaki.prepared`.
+:func:`ozaki.calls.stacked` (the emulation, or the small-product path).
+``matmul`` is in :mod:`ozaki.stacks`, ``prepare`` in :mod:`ozaki.prepared`.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any, Literal
 
 import numpy as np
 
-from . import compensated
-from .arguments import (apply_transpose, operand, policy_for, resolve, scalar,
-                        transpose_flag)
-from .backend import Operand, get_backend
-from .certify import CertificationError
+from .arguments import apply_transpose, operand, scalar, transpose_flag
+from .calls import check_out, options, shape_of, side_check, stacked
 from .engines import Engine
-from .info import OzakiInfo
-from .moduli import auto_num_moduli
-from .pipeline import Options, Prepared, emulate, floors_buffer
-from .prepared import PreparedOperand, embed
-from .scaling import quantization_bits
+from .prepared import PreparedOperand
 
 __all__ = ["dgemm", "gemm", "zgemm"]
-
-
-def _options(scheme, num_moduli, mode, engine, fallback, bounds):
-    scheme, num_moduli, mode, eng = resolve(scheme, num_moduli, mode, engine)
-    return Options(scheme, num_moduli, mode, eng, policy_for(fallback, num_moduli),
-                   bool(bounds), get_backend())
-
-
-def _stacked(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: int):
-    """``C`` (b, m, n) and info for stacks (or prepared operands) ``A3``, ``B3``."""
-    dtype = np.complex128 if complex_ else np.float64
-    if b == 0 or m == 0 or n == 0 or k == 0:
-        count = auto_num_moduli(opts.scheme, k) if opts.num_moduli == "auto" else opts.num_moduli
-        info = OzakiInfo(opts.scheme, count, opts.mode, opts.engine.name,
-                         bound_kind="normwise" if opts.mode == "fast" else "componentwise")
-        info.slice_moduli = np.full(b, count)
-        if opts.want_bound:
-            info.error_bound = np.zeros((b, m, n), dtype)  # complex: one per part
-        return np.zeros((b, m, n), dtype), info  # exact: an empty sum
-
-    def side(X, outer):
-        if isinstance(X, PreparedOperand):
-            return X.stack(complex_, opts.backend)
-        op = Operand(embed(X, outer) if complex_ else X, outer)
-        floors = None
-        if opts.mode == "accurate":  # the floors with the line data, in one read
-            floors = (quantization_bits(opts.scheme, op.inner), floors_buffer(op))
-        return Prepared(op, opts.backend, norms=opts.mode == "fast", floors=floors)
-
-    width = 2 if complex_ else 1
-    prepared = isinstance(A3, PreparedOperand) or isinstance(B3, PreparedOperand)
-    if compensated.applies(opts, prepared, m, n, k, complex_):
-        out, info, where = _compensated(A3, B3, opts, complex_, b, m, n, k)
-        if info.uncertified and opts.policy == "raise":
-            first = np.argwhere(where)[0]
-            raise CertificationError(compensated.explain(
-                info.uncertified, tuple(int(x) for x in (first if b > 1 else first[1:]))))
-    else:
-        with opts.backend.sized(b * width * max(m * k, k * n, m * n)):
-            t0 = time.perf_counter()
-            pa, pb = side(A3, 0), side(B3, 1)  # the operands' line data: part of the decisions
-            lines = time.perf_counter() - t0
-            out = np.empty((b, m, n), dtype)
-            info = emulate(pa, pb, opts, out, complex_=complex_)
-            info.seconds["scaling"] += lines
-    if info.error_bound is not None:
-        info.error_bound = _parts_bound(info.error_bound, n, complex_)
-    return out, info
-
-
-def _parts_bound(bound: np.ndarray, n: int, complex_: bool) -> np.ndarray:
-    """A complex product's bound on its embedding ``[Re | Im]`` as one complex bound per
-    entry (real part: the real part's bound); a real product's as it is."""
-    return bound[..., :n] + 1j * bound[..., n:] if complex_ else bound
-
-
-def _compensated(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: int):
-    """The small-product path (:mod:`ozaki.compensated`): ``C`` (b, m, n), its info, and
-    where its uncertified entries are (on the real embedding; ``None`` if nowhere).
-
-    A complex product is the real one of its embedding ``[Ar, Ai] @ [[Br, Bi], [-Bi, Br]]
-    = [Re | Im]``, the matrices the emulated path's fallback reads.
-    """
-    if complex_:
-        A3 = embed(A3, 0)
-        Bc = B3.astype(np.complex128, copy=False)
-        B3 = np.concatenate((np.concatenate((Bc.real, Bc.imag), axis=2),
-                             np.concatenate((-Bc.imag, Bc.real), axis=2)), axis=1)
-    ke = A3.shape[2]
-    flat = np.empty((b, m, B3.shape[2]))
-    done = compensated.product(A3, B3, flat, opts.want_bound, opts.policy)
-    info = OzakiInfo(opts.scheme, 0, opts.mode, opts.engine.name, bound_kind="componentwise",
-                     path="compensated", exact_entries=done.exact,
-                     uncertified=done.uncertified, error_bound=done.bound,
-                     max_bound_ratio=np.inf if done.uncertified else compensated.max_ratio(ke))
-    if done.fallback:
-        info.fallback, info.fallback_entries = "exact", done.uncertified
-        info.fallback_block = (int(done.mask.any(axis=2).sum()), int(done.mask.any(axis=1).sum()))
-    info.slice_moduli = np.zeros(b, np.int64)
-    info.seconds["products"] = done.seconds
-    if not complex_:
-        return flat, info, done.mask
-    out = np.empty((b, m, n), np.complex128)
-    out.real, out.imag = flat[..., :n], flat[..., n:]
-    return out, info, done.mask
-
-
-def _shape_of(X, name: str) -> tuple[int, ...]:
-    return X.shape if isinstance(X, PreparedOperand) else np.shape(X)
-
-
-def _side_check(X, want: str, name: str) -> None:
-    if isinstance(X, PreparedOperand) and X.side != want:
-        raise ValueError(f"{name} was prepared as the {X.side} operand; prepare it with "
-                         f"side={want!r}")
 
 
 def gemm(A: Any, B: Any, C: Any = None, *, alpha: float | complex = 1.0,
@@ -173,8 +69,8 @@ def _gemm(A, B, C, alpha, beta, trans_a, trans_b, scheme, num_moduli, mode, engi
     """:func:`gemm`; ``complex_`` runs the complex product even on real operands (zgemm)."""
     ta, tb = transpose_flag(trans_a, "trans_a"), transpose_flag(trans_b, "trans_b")
     alpha, beta = scalar(alpha, "alpha"), scalar(beta, "beta")
-    _side_check(A, "left", "A")
-    _side_check(B, "right", "B")
+    side_check(A, "left", "A")
+    side_check(B, "right", "B")
     for X, name, letter in ((A, "A", ta), (B, "B", tb)):
         if isinstance(X, PreparedOperand) and (letter != "N" or X.array.ndim != 2):
             raise ValueError(f"a prepared {name} must be 2-D and used as it is "
@@ -183,7 +79,7 @@ def _gemm(A, B, C, alpha, beta, trans_a, trans_b, scheme, num_moduli, mode, engi
         A = apply_transpose(operand(A, "A", matmul_hint=True), ta)
     if not isinstance(B, PreparedOperand):
         B = apply_transpose(operand(B, "B", matmul_hint=True), tb)
-    (m, k), (kb, n) = _shape_of(A, "A"), _shape_of(B, "B")
+    (m, k), (kb, n) = shape_of(A, "A"), shape_of(B, "B")
     if kb != k:
         a = "A" if ta == "N" else "op(A)"
         b_ = "B" if tb == "N" else "op(B)"
@@ -199,12 +95,12 @@ def _gemm(A, B, C, alpha, beta, trans_a, trans_b, scheme, num_moduli, mode, engi
     result_c = is_c or isinstance(alpha, complex) or isinstance(beta, complex) or (
         beta != 0 and np.iscomplexobj(C))
     dtype = np.complex128 if result_c else np.float64
-    opts = _options(scheme, num_moduli, mode, engine, fallback, bounds)
-    _check_out(out, (m, n), dtype, A, B)  # out may be C: it is written last
+    opts = options(scheme, num_moduli, mode, engine, fallback, bounds)
+    check_out(out, (m, n), dtype, A, B)  # out may be C: it is written last
     a3 = A if isinstance(A, PreparedOperand) else A[None]
     b3 = B if isinstance(B, PreparedOperand) else B[None]
     # alpha == 0 skips the product: an empty inner dimension
-    X, info = _stacked(a3, b3, opts, is_c, 1, m, n, 0 if alpha == 0 else k)
+    X, info = stacked(a3, b3, opts, is_c, 1, m, n, 0 if alpha == 0 else k)
     X = X[0]
     if info.error_bound is not None:
         info.error_bound = info.error_bound[0]
@@ -217,19 +113,6 @@ def _gemm(A, B, C, alpha, beta, trans_a, trans_b, scheme, num_moduli, mode, engi
         out[...] = result
         result = out
     return (result, info) if (return_info or bounds) else result
-
-
-def _check_out(out, shape, dtype, *operands) -> None:
-    if out is None:
-        return
-    if not isinstance(out, np.ndarray) or out.dtype != dtype or out.shape != shape:
-        raise ValueError(f"out must be a {np.dtype(dtype).name} ndarray of shape {shape}")
-    if not out.flags.writeable:
-        raise ValueError("out must be writeable")
-    for name, X in zip("ABC", operands):
-        X = X.array if isinstance(X, PreparedOperand) else X
-        if X is not None and np.may_share_memory(out, X):
-            raise ValueError(f"out may not overlap {name}")
 
 
 def dgemm(A: Any, B: Any, *, scheme: str = "auto",
@@ -284,8 +167,7 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
         :class:`~ozaki.certify.CertificationError` saying how many bits were
         missing and where, ``"none"`` keeps the emulated values and reports
         them in ``info``. Default: ``"exact"`` with ``num_moduli="auto"``,
-        ``"none"`` with an explicit count. ``"native"``, the former name, is
-        accepted with a ``FutureWarning`` and means ``"exact"``.
+        ``"none"`` with an explicit count.
     out : ndarray, shape (m, n), float64, optional
         Destination; may not overlap ``A`` or ``B``.
     return_info : bool

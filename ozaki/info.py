@@ -67,6 +67,9 @@ class OzakiInfo:
         products (:mod:`ozaki.compensated`; ``num_moduli`` and ``gemms`` are 0,
         ``exact_entries`` counts the entries that took the exactly rounded dot
         product instead).
+    traffic : ozaki.distributed.traffic.Traffic or None
+        The bytes and messages this rank sent, by kind (distributed products
+        only; ``None`` for serial ones).
     error_bound : ndarray, shape (m, n), or None
         Per-entry absolute error bound, an upper bound of ``|C_ij - (AB)_ij|``
         rounded upward (only with ``bounds=True``; ``inf`` where it overflows,
@@ -90,6 +93,7 @@ class OzakiInfo:
     exact_entries: int = 0
     refined_block: tuple[int, int] = (0, 0)
     path: str = "emulated"
+    traffic: object | None = field(default=None, repr=False)
     error_bound: np.ndarray | None = field(default=None, repr=False)
     slice_moduli: np.ndarray | None = field(default=None, repr=False)
 

@@ -148,7 +148,7 @@ def _norms(backend, prep: Prepared, k: int) -> decisions.Norms:
     return got
 
 
-def _tie(sigma, tau):
+def tie(sigma, tau):
     """Real and imaginary columns of one ``B`` column share their shift (the smaller)."""
     n = tau.shape[1] // 2
     return sigma, decisions.tile(np.minimum(tau[:, :n], tau[:, n:]))
@@ -201,7 +201,7 @@ def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
     return decisions.decide_accurate(backend, bd, e, f, la, lb, b, opts.scheme,
                                      k, opts.num_moduli, opts.policy,
                                      opts.want_bound, operands, start,
-                                     tie=_tie if complex_ else None)
+                                     tie=tie if complex_ else None)
 
 
 def _shared(shift: np.ndarray, counts: np.ndarray) -> bool:

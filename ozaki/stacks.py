@@ -8,7 +8,7 @@ import numpy as np
 
 from .arguments import operand
 from .engines import Engine
-from .front import _check_out, _options, _shape_of, _side_check, _stacked
+from .calls import check_out, options, shape_of, side_check, stacked
 from .prepared import PreparedOperand
 
 __all__ = ["matmul"]
@@ -53,19 +53,19 @@ def matmul(A: Any, B: Any, *, scheme: str = "auto",
     >>> bool(np.array_equal(ozaki.matmul(A, A), np.matmul(A, A)))
     True
     """
-    _side_check(A, "left", "A")
-    _side_check(B, "right", "B")
+    side_check(A, "left", "A")
+    side_check(B, "right", "B")
     if not isinstance(A, PreparedOperand):
         A = operand(A, "A", ndim=None)
     if not isinstance(B, PreparedOperand):
         B = operand(B, "B", ndim=None)
-    sa, sb = _shape_of(A, "A"), _shape_of(B, "B")
+    sa, sb = shape_of(A, "A"), shape_of(B, "B")
     drop_m, drop_n = len(sa) == 1, len(sb) == 1
     if drop_m and isinstance(A, np.ndarray):
         A = A[None, :]
     if drop_n and isinstance(B, np.ndarray):
         B = B[:, None]
-    sa, sb = _shape_of(A, "A"), _shape_of(B, "B")
+    sa, sb = shape_of(A, "A"), shape_of(B, "B")
     if sa[-1] != sb[-2]:
         raise ValueError(f"matmul: inner dimensions differ: A is {sa}, B is {sb}")
     try:
@@ -77,10 +77,10 @@ def matmul(A: Any, B: Any, *, scheme: str = "auto",
     b = int(np.prod(batch, dtype=np.int64))
     is_c = any(X.is_complex if isinstance(X, PreparedOperand) else np.iscomplexobj(X)
                for X in (A, B))
-    opts = _options(scheme, num_moduli, mode, engine, fallback, bounds)
+    opts = options(scheme, num_moduli, mode, engine, fallback, bounds)
     shape = batch + (() if drop_m else (m,)) + (() if drop_n else (n,))
     dtype = np.complex128 if is_c else np.float64
-    _check_out(out, shape, dtype, A, B)
+    check_out(out, shape, dtype, A, B)
 
     def stack(X, s):
         if isinstance(X, PreparedOperand):
@@ -91,7 +91,7 @@ def matmul(A: Any, B: Any, *, scheme: str = "auto",
             return X.reshape((1,) + s[-2:])
         return np.broadcast_to(X, batch + s[-2:]).reshape((b,) + s[-2:])
 
-    C, info = _stacked(stack(A, sa), stack(B, sb), opts, is_c, b, m, n, k)
+    C, info = stacked(stack(A, sa), stack(B, sb), opts, is_c, b, m, n, k)
     info.slice_moduli = np.asarray(info.slice_moduli).reshape(batch)
     if info.error_bound is not None:
         info.error_bound = info.error_bound.reshape(shape)

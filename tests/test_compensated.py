@@ -206,8 +206,8 @@ def test_modes_and_schemes_give_the_same_bits(rng):
 
 
 def test_the_rule_reads_shape_and_options_only(rng, monkeypatch):
-    opts = ozaki.front._options("auto", "auto", "accurate", "auto", None, False)
-    explicit = ozaki.front._options("auto", 6, "accurate", "auto", None, False)
+    opts = ozaki.calls.options("auto", "auto", "accurate", "auto", None, False)
+    explicit = ozaki.calls.options("auto", 6, "accurate", "auto", None, False)
     W = compensated.SMALL_WORK
     assert compensated.applies(opts, False, 256, 256, 256, False) == (256 ** 3 <= W)
     assert compensated.applies(opts, False, 1, W, 1, False)

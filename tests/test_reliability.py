@@ -274,9 +274,8 @@ def test_fallback_entries_are_exactly_rounded(rng):
         for j in range(2):
             err = abs(Fraction(C[i, j]) - exact[i][j])
             assert err <= Fraction(info.error_bound[i, j])
-    with pytest.warns(FutureWarning, match='"native" is now "exact"'):
-        Cn = ozaki.dgemm(A, B, scheme="int8", fallback="native")
-    assert np.array_equal(bits(Cn), bits(C))
+    with pytest.raises(ValueError, match="fallback must be one of 'exact', 'raise', 'none'"):
+        ozaki.dgemm(A, B, scheme="int8", fallback="native")  # the former name is gone
 
 
 # -- 5. bitwise identity whatever path an entry takes -----------------------------

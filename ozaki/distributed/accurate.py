@@ -29,7 +29,7 @@ import numpy as np
 from .. import decisions, scaling
 from ..certify import Whole
 from ..moduli import auto_num_moduli
-from ..pipeline import _tie
+from ..pipeline import tie
 from .modular import embedded, owners
 from .traffic import allgather_blocks, allreduce, bcast
 
@@ -151,7 +151,7 @@ def decide_accurate(A, B, oa, ob, la, lb, opts, width, complex_, tr):
     return decisions.decide_accurate(backend, decisions.Bound(r, G, rF, cF), e, f, la, lb, 1,
                                      opts.scheme, K, opts.num_moduli, opts.policy,
                                      opts.want_bound, operands, start,
-                                     tie=_tie if complex_ else None, reduce=reduce)
+                                     tie=tie if complex_ else None, reduce=reduce)
 
 
 def real_operands(Ar: np.ndarray, Bc: np.ndarray):

@@ -41,7 +41,7 @@ from .. import fallback as _fallback
 from ..backend import Operand
 from ..certify import CertificationError, explain
 from ..info import OzakiInfo
-from ..moduli import MODULI, auto_num_moduli
+from ..moduli import MODULI
 from ..products import gemms_per_modulus
 from .accurate import decide_accurate, real_operands
 from .fast import decide_fast, line_data, norm_data
@@ -77,9 +77,9 @@ def _check(A, B, options: dict, complex_: bool, MPI):
         panel = options["panel"]
         if isinstance(panel, bool) or not isinstance(panel, (int, np.integer)) or panel < 1:
             raise ValueError(f"panel must be a positive integer, got {panel!r}")
-        from ..front import _options
-        resolved["opts"] = _options(*(options[k] for k in ("scheme", "num_moduli", "mode",
-                                                           "engine", "fallback", "bounds")))
+        from ..calls import options as resolve
+        resolved["opts"] = resolve(*(options[k] for k in ("scheme", "num_moduli", "mode",
+                                                          "engine", "fallback", "bounds")))
         return (tuple(A.shape), tuple(B.shape), (A.grid.P, A.grid.Q), (B.grid.P, B.grid.Q),
                 repr(sorted((k, str(getattr(v, "name", v))) for k, v in options.items())))
 
@@ -161,19 +161,16 @@ def _product(A, B, grid, shape, opts, panel, return_info, bounds, complex_, MPI)
     backend = opts.backend
     M, K, N = shape
     Ke = 2 * K if complex_ else K  # the real embedding's inner dimension
-    dtype = np.complex128 if complex_ else np.float64
     t0 = time.perf_counter()
     (m0, m1), (n0, n1) = A.rows, B.cols
     tr = Traffic()
     if M == 0 or N == 0 or K == 0:
-        count = auto_num_moduli(opts.scheme, Ke) if opts.num_moduli == "auto" else opts.num_moduli
-        info = OzakiInfo(opts.scheme, count, opts.mode, opts.engine.name,
-                         bound_kind="normwise" if opts.mode == "fast" else "componentwise")
-        info.slice_moduli = np.full(1, count)
-        if opts.want_bound:
-            info.error_bound = np.zeros((m1 - m0, n1 - n0), dtype)
+        from ..calls import empty_product
+        C, info = empty_product(opts, 1, m1 - m0, n1 - n0, K, complex_)
+        if info.error_bound is not None:
+            info.error_bound = info.error_bound[0]
         info.traffic = tr
-        C = DistributedMatrix(np.zeros((m1 - m0, n1 - n0), dtype), (M, N), grid)
+        C = DistributedMatrix(C[0], (M, N), grid)
         return (C, info) if (return_info or bounds) else C
     if compensated.applies(opts, False, M, N, K, complex_):
         return _compensated(A, B, grid, shape, opts, return_info, bounds, complex_, MPI, tr)
@@ -227,13 +224,14 @@ def _compensated(A, B, grid, shape, opts, return_info, bounds, complex_, MPI, tr
     """A small product (:mod:`ozaki.compensated`): each rank gathers its full rows of
     ``A`` and columns of ``B`` and computes its block as the serial call does (each
     entry depends on its row and column alone); the counts are totals over the grid."""
-    from ..front import _compensated as compute, _parts_bound
+    from ..calls import compensated_product, parts_bound
     t0 = time.perf_counter()
     Ar = allgather_blocks(grid.row, A.local, 1, tr, "panels")
     Bc = allgather_blocks(grid.col, B.local, 0, tr, "panels")
     t1 = time.perf_counter()
     m, n = Ar.shape[0], Bc.shape[1]
-    out, info, where = compute(Ar[None], Bc[None], opts, complex_, 1, m, n, shape[1])
+    out, info, where = compensated_product(Ar[None], Bc[None], opts, complex_, 1, m, n,
+                                           shape[1])
     t2 = time.perf_counter()
     # the first uncertified entry in row-major order of the (embedded) product, as serial
     nq, N = B.cols[1] - B.cols[0], shape[2]
@@ -260,7 +258,7 @@ def _compensated(A, B, grid, shape, opts, return_info, bounds, complex_, MPI, tr
     info.seconds["communication"] = (t1 - t0) + (time.perf_counter() - t2)
     info.traffic = tr
     if info.error_bound is not None:
-        info.error_bound = _parts_bound(info.error_bound, n, complex_)[0]
+        info.error_bound = parts_bound(info.error_bound, n, complex_)[0]
     C = DistributedMatrix(out[0], (shape[0], shape[2]), grid)
     return (C, info) if (return_info or bounds) else C
 

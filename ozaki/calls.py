@@ -1,0 +1,147 @@
+"""What every product call shares: options, operand shapes, the output check, and the
+path of a stacked product.
+
+:func:`stacked` takes operands as stacks (b, m, k) @ (b, k, n) (a shared operand is a
+stack of one) and sends the product down its path: an empty product gives exact
+zeros (:func:`empty_product`), a small one takes compensated dot products
+(:func:`compensated_product`, :mod:`ozaki.compensated`), any other the emulation
+(:func:`ozaki.pipeline.emulate`: real products directly, complex ones on their real
+embedding with Gauss's three products per modulus). The front ends
+(:mod:`ozaki.front`, :mod:`ozaki.stacks`, :mod:`ozaki.distributed`) check their
+arguments and call these.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from . import compensated
+from .arguments import policy_for, resolve
+from .backend import Operand, get_backend
+from .certify import CertificationError
+from .info import OzakiInfo
+from .moduli import auto_num_moduli
+from .pipeline import Options, Prepared, emulate, floors_buffer
+from .prepared import PreparedOperand, embed
+from .scaling import quantization_bits
+
+__all__ = ["options", "stacked", "empty_product", "compensated_product", "parts_bound",
+           "shape_of", "side_check", "check_out"]
+
+
+def options(scheme, num_moduli, mode, engine, fallback, bounds):
+    scheme, num_moduli, mode, eng = resolve(scheme, num_moduli, mode, engine)
+    return Options(scheme, num_moduli, mode, eng, policy_for(fallback, num_moduli),
+                   bool(bounds), get_backend())
+
+
+def stacked(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: int):
+    """``C`` (b, m, n) and info for stacks (or prepared operands) ``A3``, ``B3``."""
+    dtype = np.complex128 if complex_ else np.float64
+    if b == 0 or m == 0 or n == 0 or k == 0:
+        return empty_product(opts, b, m, n, k, complex_)
+
+    def side(X, outer):
+        if isinstance(X, PreparedOperand):
+            return X.stack(complex_, opts.backend)
+        op = Operand(embed(X, outer) if complex_ else X, outer)
+        floors = None
+        if opts.mode == "accurate":  # the floors with the line data, in one read
+            floors = (quantization_bits(opts.scheme, op.inner), floors_buffer(op))
+        return Prepared(op, opts.backend, norms=opts.mode == "fast", floors=floors)
+
+    width = 2 if complex_ else 1
+    prepared = isinstance(A3, PreparedOperand) or isinstance(B3, PreparedOperand)
+    if compensated.applies(opts, prepared, m, n, k, complex_):
+        out, info, where = compensated_product(A3, B3, opts, complex_, b, m, n, k)
+        if info.uncertified and opts.policy == "raise":
+            first = np.argwhere(where)[0]
+            raise CertificationError(compensated.explain(
+                info.uncertified, tuple(int(x) for x in (first if b > 1 else first[1:]))))
+    else:
+        with opts.backend.sized(b * width * max(m * k, k * n, m * n)):
+            t0 = time.perf_counter()
+            pa, pb = side(A3, 0), side(B3, 1)  # the operands' line data: part of the decisions
+            lines = time.perf_counter() - t0
+            out = np.empty((b, m, n), dtype)
+            info = emulate(pa, pb, opts, out, complex_=complex_)
+            info.seconds["scaling"] += lines
+    if info.error_bound is not None:
+        info.error_bound = parts_bound(info.error_bound, n, complex_)
+    return out, info
+
+
+def empty_product(opts: Options, b: int, m: int, n: int, k: int, complex_: bool):
+    """A product with an empty dimension: ``C`` (b, m, n) of exact zeros (an empty sum)
+    and its info (the count ``"auto"`` would start from, for the real embedding's ``k``)."""
+    dtype = np.complex128 if complex_ else np.float64
+    kk = 2 * k if complex_ else k
+    count = auto_num_moduli(opts.scheme, kk) if opts.num_moduli == "auto" else opts.num_moduli
+    info = OzakiInfo(opts.scheme, count, opts.mode, opts.engine.name,
+                     bound_kind="normwise" if opts.mode == "fast" else "componentwise")
+    info.slice_moduli = np.full(b, count)
+    if opts.want_bound:
+        info.error_bound = np.zeros((b, m, n), dtype)  # complex: one per part
+    return np.zeros((b, m, n), dtype), info
+
+
+def parts_bound(bound: np.ndarray, n: int, complex_: bool) -> np.ndarray:
+    """A complex product's bound on its embedding ``[Re | Im]`` as one complex bound per
+    entry (real part: the real part's bound); a real product's as it is."""
+    return bound[..., :n] + 1j * bound[..., n:] if complex_ else bound
+
+
+def compensated_product(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: int):
+    """The small-product path (:mod:`ozaki.compensated`): ``C`` (b, m, n), its info, and
+    where its uncertified entries are (on the real embedding; ``None`` if nowhere).
+
+    A complex product is the real one of its embedding ``[Ar, Ai] @ [[Br, Bi], [-Bi, Br]]
+    = [Re | Im]``, the matrices the emulated path's fallback reads.
+    """
+    if complex_:
+        A3 = embed(A3, 0)
+        Bc = B3.astype(np.complex128, copy=False)
+        B3 = np.concatenate((np.concatenate((Bc.real, Bc.imag), axis=2),
+                             np.concatenate((-Bc.imag, Bc.real), axis=2)), axis=1)
+    ke = A3.shape[2]
+    flat = np.empty((b, m, B3.shape[2]))
+    done = compensated.product(A3, B3, flat, opts.want_bound, opts.policy)
+    info = OzakiInfo(opts.scheme, 0, opts.mode, opts.engine.name, bound_kind="componentwise",
+                     path="compensated", exact_entries=done.exact,
+                     uncertified=done.uncertified, error_bound=done.bound,
+                     max_bound_ratio=np.inf if done.uncertified else compensated.max_ratio(ke))
+    if done.fallback:
+        info.fallback, info.fallback_entries = "exact", done.uncertified
+        info.fallback_block = (int(done.mask.any(axis=2).sum()), int(done.mask.any(axis=1).sum()))
+    info.slice_moduli = np.zeros(b, np.int64)
+    info.seconds["products"] = done.seconds
+    if not complex_:
+        return flat, info, done.mask
+    out = np.empty((b, m, n), np.complex128)
+    out.real, out.imag = flat[..., :n], flat[..., n:]
+    return out, info, done.mask
+
+
+def shape_of(X, name: str) -> tuple[int, ...]:
+    return X.shape if isinstance(X, PreparedOperand) else np.shape(X)
+
+
+def side_check(X, want: str, name: str) -> None:
+    if isinstance(X, PreparedOperand) and X.side != want:
+        raise ValueError(f"{name} was prepared as the {X.side} operand; prepare it with "
+                         f"side={want!r}")
+
+
+def check_out(out, shape, dtype, *operands) -> None:
+    if out is None:
+        return
+    if not isinstance(out, np.ndarray) or out.dtype != dtype or out.shape != shape:
+        raise ValueError(f"out must be a {np.dtype(dtype).name} ndarray of shape {shape}")
+    if not out.flags.writeable:
+        raise ValueError("out must be writeable")
+    for name, X in zip("ABC", operands):
+        X = X.array if isinstance(X, PreparedOperand) else X
+        if X is not None and np.may_share_memory(out, X):
+            raise ValueError(f"out may not overlap {name}")
