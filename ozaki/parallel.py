@@ -44,6 +44,7 @@ __all__ = ["run", "threads", "limit", "default_threads"]
 
 _local = threading.local()
 _pool: ThreadPoolExecutor | None = None
+_pool_size = 0
 _pool_lock = threading.Lock()
 
 
@@ -78,20 +79,23 @@ def limit(n: int) -> Iterator[None]:
 
 
 def _workers(n: int) -> ThreadPoolExecutor:
-    """The pool, grown to at least ``n`` workers (made at first use, and anew after a fork)."""
-    global _pool
+    """The pool, with at least ``n`` workers (made at first use, and anew after a fork).
+
+    A larger request replaces it; the old pool is not shut down (another caller may
+    be about to submit to it): it finishes what it was given, and its idle threads
+    exit once nobody holds it.
+    """
+    global _pool, _pool_size
     with _pool_lock:
-        if _pool is None or _pool._max_workers < n:
-            old, _pool = _pool, ThreadPoolExecutor(n, thread_name_prefix="ozaki-pass")
-            if old is not None:
-                old.shutdown(wait=False)  # its queued ranges still run
+        if _pool is None or _pool_size < n:
+            _pool, _pool_size = ThreadPoolExecutor(n, thread_name_prefix="ozaki-pass"), n
         return _pool
 
 
 def _after_fork_in_child() -> None:
     """A forked child has only the forking thread: forget the parent's pool and lock."""
-    global _pool, _pool_lock
-    _pool = None
+    global _pool, _pool_size, _pool_lock
+    _pool, _pool_size = None, 0
     _pool_lock = threading.Lock()
 
 

@@ -140,3 +140,27 @@ def test_limit_is_local_to_the_calling_thread_and_restored():
     with pytest.raises(ValueError, match="threads must be at least 1, got 0"):
         with parallel.limit(0):
             pass  # pragma: no cover
+
+
+def test_the_pool_grows_under_concurrent_callers_without_losing_a_range():
+    # callers with different limits: a larger one replaces the pool while others
+    # still submit to the old one, which must keep serving them
+    errors, done = [], []
+
+    def work(threads):
+        try:
+            for _ in range(20):
+                seen = np.zeros(50, np.int64)
+                with parallel.limit(threads):
+                    parallel.run(_record, 50, seen)
+                assert (seen == 1).all()
+            done.append(threads)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    callers = [threading.Thread(target=work, args=(t,)) for t in (2, 9, 3, 17, 5, 33)]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join(_TIMEOUT)
+    assert not errors and sorted(done) == [2, 3, 5, 9, 17, 33]
