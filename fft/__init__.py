@@ -15,8 +15,11 @@ from .records import stage_records
 from .transforms import (fft, fft2, fftn, get_plan, hfft, hfft2, hfftn, ifft, ifft2,
                          ifftn, ihfft, ihfft2, ihfftn, irfft, irfft2, irfftn, rfft, rfft2,
                          rfftn)
+from .realtransforms import dct, dctn, dst, dstn, idct, idctn, idst, idstn
 from . import scipy_backend
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2",
-           "irfft2", "rfftn", "irfftn", "hfft", "ihfft", "Plan", "get_plan", "factorize",
-           "stage_records", "StageRecord", "scipy_backend", "MAX_RADIX", "DENSE_LIMIT"]
+           "irfft2", "rfftn", "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn",
+           "ihfftn", "dct", "idct", "dst", "idst", "dctn", "idctn", "dstn", "idstn", "Plan",
+           "get_plan", "factorize", "stage_records", "StageRecord", "scipy_backend",
+           "MAX_RADIX", "DENSE_LIMIT"]

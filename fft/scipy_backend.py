@@ -8,9 +8,10 @@ True
 
 The backend implements every complex-exponential transform of :mod:`scipy.fft`
 (the 1-D, 2-D and n-D forms of ``fft``, ``ifft``, ``rfft``, ``irfft``, ``hfft``
-and ``ihfft``). It answers ``NotImplemented`` (scipy then tries its next
-backend, or raises) for the others (the real-to-real ``dct``/``dst`` family and
-``fht``/``ifht``), for long-double input, which this FP64-grade transform does
+and ``ihfft``) and the real-to-real ones (``dct``, ``idct``, ``dst``, ``idst`` and
+their n-D forms, :mod:`fft.realtransforms`). It answers ``NotImplemented`` (scipy then
+tries its next backend, or raises) for the fast Hankel transforms ``fht``/``ifht``,
+for long-double input, which this FP64-grade transform does
 not serve, and for arrays of non-numeric dtype (object, strings), which
 :mod:`fft` refuses but scipy may convert. With ``only=True``, or as the global
 backend with nothing registered behind it, those calls raise; register scipy's
@@ -20,7 +21,7 @@ own backend behind it (``scipy.fft.register_backend("scipy")``) to serve them
 
 from __future__ import annotations
 
-from . import transforms
+from . import realtransforms, transforms
 
 __all__ = ["__ua_domain__", "__ua_function__"]
 
@@ -30,6 +31,7 @@ _FUNCTIONS = {name: getattr(transforms, name) for name in
               ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2",
                "irfft2", "rfftn", "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn",
                "ihfftn")}
+_FUNCTIONS.update((name, getattr(realtransforms, name)) for name in realtransforms.__all__)
 
 
 def __ua_function__(method, args, kwargs):
