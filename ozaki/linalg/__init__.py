@@ -1,0 +1,26 @@
+"""Dense linear algebra on FP64-grade emulated products: ``from ozaki import linalg``.
+
+scipy.linalg's signatures and return conventions (real matrices): LU with partial
+pivoting (:func:`lu_factor`, :func:`lu_solve`, :func:`lu`), Cholesky
+(:func:`cho_factor`, :func:`cho_solve`, :func:`cholesky`), triangular solves
+(:func:`solve_triangular`) and :func:`solve`, :func:`inv`, :func:`det`.
+
+Blocked right-looking algorithms: the ``O(n^3)`` work (trailing updates, the
+block updates of the triangular solves) runs through :func:`ozaki.gemm` with the
+caller's product options (``scheme``, ``num_moduli``, ``mode``, ``engine``,
+``fallback``); the ``O(n^2 nb)`` panel work is deterministic numpy code in a fixed
+order. So a result's bits depend only on the input, ``block_size`` and the product
+options: not on the thread count, nor on the engine for a given scheme and mode.
+See docs/linalg.rst.
+"""
+
+from .arguments import DEFAULT_BLOCK_SIZE
+from .cholesky import cho_factor, cho_solve, cholesky
+from .info import PHASES, LinalgInfo
+from .lu import lu, lu_factor, lu_solve
+from .solve import det, inv, solve
+from .triangular import solve_triangular
+
+__all__ = ["lu_factor", "lu_solve", "lu", "cho_factor", "cho_solve", "cholesky",
+           "solve_triangular", "solve", "inv", "det", "LinalgInfo", "PHASES",
+           "DEFAULT_BLOCK_SIZE"]

@@ -1,0 +1,137 @@
+"""Cholesky factorisation: :func:`cho_factor`, :func:`cho_solve`, :func:`cholesky`.
+
+Blocked right-looking, lower form ``A = L L^T`` (the upper form factors the
+transpose: ``U = L^T`` from the upper triangle of ``A``), for each block column
+``k:k+nb``:
+
+1. ``L11 = chol(A11)``: unblocked, deterministic numpy code;
+2. ``L21 <- A21 L11^-T``: the small triangular solve on the diagonal block, numpy;
+3. ``A22 <- A22 - L21 L21^T``: one product through :func:`ozaki.gemm`.
+
+Right-looking for the reason given in :mod:`ozaki.linalg.lu`: one large product per
+block column. The product is a full GEMM of which only the lower triangle is kept
+(a SYRK-shaped update would halve its flops: future work). Only the triangle
+selected by ``lower`` is read; the other triangle of ``cho_factor``'s result holds
+the input's entries, as with LAPACK's ``potrf``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import kernels
+from .arguments import (DEFAULT_BLOCK_SIZE, block_size_of, matrix, product_options, rhs)
+from .info import Recorder, result
+from .triangular import trsm
+
+__all__ = ["cho_factor", "cho_solve", "cholesky"]
+
+
+def factor(W: np.ndarray, nb: int, rec: Recorder) -> None:
+    """Lower Cholesky factor of ``W`` (its lower triangle) in place; ``W`` may be a view.
+
+    Only the lower triangle of ``W`` is written. Raises ``LinAlgError`` on a
+    non-positive pivot.
+    """
+    n = W.shape[0]
+    for k in range(0, n, nb):
+        e = min(k + nb, n)
+        with rec.phase("panel"):
+            D = np.array(W[k:e, k:e])
+            kernels.cholesky_block(D, k)
+            low = np.tril(np.ones(D.shape, dtype=bool))
+            W[k:e, k:e] = np.where(low, D, W[k:e, k:e])
+        if e < n:
+            with rec.phase("triangular"):
+                B = np.array(W[e:, k:e].T)  # L21^T = L11^-1 A21^T
+                kernels.lower_solve(D, B, unit=False)
+                W[e:, k:e] = B.T
+            L21 = W[e:, k:e]
+            T = rec.update(W[e:, e:], L21, L21, trans_b=True)
+            with rec.phase("other"):
+                low = np.tril(np.ones(T.shape, dtype=bool))
+                W[e:, e:] = np.where(low, T, W[e:, e:])
+
+
+def _factor(routine, a, lower, overwrite_a, check_finite, block_size, opts, clean):
+    nb = block_size_of(block_size)
+    opts = product_options(routine, opts)
+    C, a0, dt = matrix(a, "a", check_finite, overwrite_a)
+    rec = Recorder(routine, C.shape, nb, opts)
+    factor(C if lower else C.T, nb, rec)
+    if clean:
+        C = np.tril(C) if lower else np.triu(C)
+    return (C if dt == np.float64 else C.astype(dt)), rec
+
+
+def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True, *, block_size: int = DEFAULT_BLOCK_SIZE,
+               return_info: bool = False, **product_options_):
+    """Cholesky factorisation for :func:`cho_solve`, as scipy.linalg.cho_factor.
+
+    Parameters
+    ----------
+    a : (M, M) array_like
+        Symmetric positive definite; only the triangle selected by ``lower`` is read.
+    lower : bool
+        Factor ``a = L L^T`` (lower triangle) instead of ``a = U^T U``.
+    overwrite_a, check_finite
+        As scipy (``overwrite_a``: a writable float64 ndarray is factored in place).
+    block_size, return_info, **product_options_
+        As :func:`~ozaki.linalg.lu_factor`.
+
+    Returns
+    -------
+    c : (M, M) ndarray
+        The factor in the selected triangle; the other triangle holds ``a``'s entries.
+    lower : bool
+
+    Raises
+    ------
+    LinAlgError
+        "k-th leading minor of the array is not positive definite", as scipy.
+    ValueError
+        Non-square input, non-finite values with ``check_finite``, bad ``block_size``.
+    """
+    c, rec = _factor("cho_factor", a, lower, overwrite_a, check_finite, block_size,
+                     product_options_, clean=False)
+    return result((c, bool(lower)), rec, return_info)
+
+
+def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False,
+             check_finite: bool = True, *, block_size: int = DEFAULT_BLOCK_SIZE,
+             return_info: bool = False, **product_options_):
+    """Cholesky factor ``U`` (``a = U^T U``) or, with ``lower``, ``L`` (``a = L L^T``).
+
+    As scipy.linalg.cholesky: the other triangle of the result is zero. Parameters
+    and errors as :func:`cho_factor`.
+    """
+    c, rec = _factor("cholesky", a, lower, overwrite_a, check_finite, block_size,
+                     product_options_, clean=True)
+    return result(c, rec, return_info)
+
+
+def cho_solve(c_and_lower: tuple, b: Any, overwrite_b: bool = False,
+              check_finite: bool = True, *, block_size: int = DEFAULT_BLOCK_SIZE,
+              return_info: bool = False, **product_options_):
+    """Solve ``a x = b`` from :func:`cho_factor`'s ``(c, lower)``, as scipy.linalg.cho_solve.
+
+    Two blocked triangular solves (diagonal blocks in numpy, block updates through
+    :func:`ozaki.gemm`); only the factor's triangle is read.
+    """
+    nb = block_size_of(block_size)
+    opts = product_options("cho_solve", product_options_)
+    c, lower = c_and_lower
+    C, _, cdt = matrix(c, "c", check_finite, False)
+    X, b0, bdt = rhs(b, C.shape[0], check_finite, overwrite_b, C.shape)
+    rec = Recorder("cho_solve", C.shape, nb, opts)
+    L = C if lower else C.T  # a = L L^T
+    trsm(L, X, True, False, nb, rec)
+    trsm(L.T, X, False, False, nb, rec)
+    x = X.reshape(b0.shape)
+    dt = np.promote_types(cdt, bdt)
+    if dt != np.float64:
+        x = x.astype(dt)
+    return result(x, rec, return_info)
