@@ -89,7 +89,24 @@ def transforms() -> dict[str, str]:
     return out
 
 
-SETS = {"emulated": emulated, "compensated": compensated, "transforms": transforms}
+def factorisations() -> dict[str, str]:
+    """``ozaki.linalg``: the factors' bits depend on the input, block size and options."""
+    from ozaki import linalg
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((150, 150))
+    out = {}
+    for kw in ({}, {"num_moduli": 7}):  # small updates (the compensated path), emulated ones
+        lu, piv = linalg.lu_factor(A, block_size=32, **kw)
+        out[f"lu_factor/{kw}"] = _digest(lu)
+        out[f"lu_factor/{kw}/piv"] = _digest(piv)
+    S = A @ A.T + 150 * np.eye(150)
+    out["cho_factor"] = _digest(linalg.cho_factor(S, block_size=32)[0])
+    out["solve_triangular"] = _digest(linalg.solve_triangular(np.triu(S), A, block_size=32))
+    return out
+
+
+SETS = {"emulated": emulated, "compensated": compensated, "transforms": transforms,
+        "factorisations": factorisations}
 
 
 def _compute() -> dict[str, dict[str, str]]:
@@ -100,6 +117,7 @@ def _compute() -> dict[str, dict[str, str]]:
         got = {"emulated": emulated(), "transforms": transforms()}
         path.SMALL_WORK = saved
         got["compensated"] = compensated()
+        got["factorisations"] = factorisations()
     finally:
         path.SMALL_WORK = saved
     return got
@@ -108,7 +126,7 @@ def _compute() -> dict[str, dict[str, str]]:
 @pytest.mark.parametrize("name", list(SETS))
 def test_results_match_the_golden_digests(name, monkeypatch):
     from ozaki import compensated as path
-    if name == "compensated":
+    if name in ("compensated", "factorisations"):
         monkeypatch.setattr(path, "SMALL_WORK", 2 ** 24)  # the real threshold
     want = json.loads(GOLDEN.read_text())[name]
     got = SETS[name]()
