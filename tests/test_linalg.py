@@ -453,3 +453,160 @@ def test_return_info(rng):
     assert info.options == {"scheme": "int8"} and info.products == 3 + 2 * 3
     d, info = ol.det(A, return_info=True)
     assert isinstance(d, np.float64) and info.routine == "det"
+
+
+# --- the compiled kernels against the element-wise numpy formulation --------------------
+
+def _ref_lu_panel(W, k, w, piv):
+    zero = -1
+    end = k + w
+    for j in range(k, end):
+        p = j + int(np.argmax(np.abs(W[j:, j])))
+        piv[j] = p
+        if W[p, j] != 0:
+            if p != j:
+                W[[j, p], :] = W[[p, j], :]
+            W[j + 1:, j] /= W[j, j]
+        elif zero < 0:
+            zero = j
+        if j + 1 < end:
+            W[j + 1:, j + 1:end] -= W[j + 1:, j, None] * W[j, None, j + 1:end]
+    return zero
+
+
+def _ref_cholesky_block(D):
+    n = D.shape[0]
+    for j in range(n):
+        d = D[j, j]
+        if not d > 0:
+            return j
+        D[j, j] = r = np.sqrt(d)
+        if j + 1 < n:
+            D[j + 1:, j] /= r
+            D[j + 1:, j + 1:] -= D[j + 1:, j, None] * D[None, j + 1:, j]
+    return -1
+
+
+def _ref_lower_solve(L, B, unit):
+    n = L.shape[0]
+    for i in range(n):
+        if not unit:
+            B[i] /= L[i, i]
+        if i + 1 < n:
+            B[i + 1:] -= L[i + 1:, i, None] * B[i]
+
+
+def _ref_upper_solve(U, B, unit):
+    for i in range(U.shape[0] - 1, -1, -1):
+        if not unit:
+            B[i] /= U[i, i]
+        if i > 0:
+            B[:i] -= U[:i, i, None] * B[i]
+
+
+def _same_bits(a, b):
+    """Equal bit for bit (NaNs: equal positions; their payloads are not compared)."""
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype
+    if a.dtype.kind != "f":
+        return np.array_equal(a, b)
+    na, nb_ = np.isnan(a), np.isnan(b)
+    return (np.array_equal(na, nb_)
+            and np.array_equal(a[~na].view(np.int64), b[~nb_].view(np.int64)))
+
+
+def _panel_cases(rng):
+    yield "random", rng.standard_normal((70, 90))
+    yield "tall", rng.standard_normal((130, 40))
+    yield "wilkinson", wilkinson(60)
+    yield "graded", rng.standard_normal((50, 50)) * 10.0 ** np.linspace(-150, 150, 50)
+    T = rng.integers(-2, 3, (64, 64)).astype(float)  # ties in |x|: the first index wins
+    yield "ties", T
+    Z = rng.standard_normal((48, 48))
+    Z[:, 5] = 0.0
+    Z[:, 20] = -0.0
+    Z[:, 30] = Z[:, 2]
+    yield "zero columns", Z
+    N = rng.standard_normal((40, 40))
+    N[7, 3] = np.nan
+    N[9, 3] = np.inf
+    N[20, 11] = -np.inf
+    yield "nan and inf", N
+    yield "subnormal", rng.standard_normal((33, 33)) * 2.0 ** -1060
+
+
+@pytest.mark.parametrize("k, w", [(0, 1), (0, 17), (0, 33), (5, 16), (3, 40), (11, 29)])
+def test_compiled_lu_panel_same_bits_as_numpy(rng, k, w):
+    from ozaki.linalg import kernels
+    for name, A in _panel_cases(rng):
+        ww = min(w, min(A.shape) - k)
+        W1, W2 = A.copy(), A.copy()
+        p1 = np.arange(min(A.shape), dtype=np.int32)
+        p2 = p1.copy()
+        with np.errstate(all="ignore"):
+            z1 = _ref_lu_panel(W1, k, ww, p1)
+        z2 = kernels.lu_panel(W2, k, ww, p2)
+        assert z1 == z2, name
+        assert np.array_equal(p1, p2), name
+        assert _same_bits(W1, W2), name
+
+
+def test_compiled_cholesky_block_same_bits_as_numpy(rng):
+    from ozaki.linalg import kernels
+    for n in (1, 2, 17, 64, 100):
+        d = 10.0 ** rng.uniform(-100, 100, n)
+        S = spd(rng, n)
+        for A in (S, d[:, None] * S * d[None, :]):
+            D1, D2 = A.copy(), A.copy()
+            assert _ref_cholesky_block(D1) == -1
+            kernels.cholesky_block(D2, 0)
+            low = np.tril(np.ones((n, n), dtype=bool))
+            assert _same_bits(D1[low], D2[low])
+    A = spd(rng, 30)
+    A[12, 12] = -1.0
+    D1, D2 = A.copy(), A.copy()
+    assert _ref_cholesky_block(D1) == 12
+    with pytest.raises(np.linalg.LinAlgError, match="^20-th leading minor"):
+        kernels.cholesky_block(D2, 7)
+    low = np.tril(np.ones(A.shape, dtype=bool))
+    low[12:, 12:] = False  # the steps before the failing pivot
+    assert _same_bits(D1[low], D2[low])
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "T", "strided"])
+def test_compiled_triangular_kernels_same_bits_as_numpy(rng, layout):
+    from ozaki.linalg import kernels
+    for n, q in ((1, 1), (9, 1), (40, 3), (57, 80)):
+        T = rng.standard_normal((n, n)) + 4 * np.eye(n)
+        T[np.arange(n), np.arange(n)] *= 10.0 ** rng.uniform(-3, 3, n)
+        B0 = rng.standard_normal((n, q)) * 10.0 ** rng.uniform(-50, 50, (n, 1))
+        if layout == "T":
+            T = np.ascontiguousarray(T.T).T  # a transposed (F-ordered) view, as in trsm
+        for lower, unit in ((True, True), (True, False), (False, True), (False, False)):
+            if layout == "F":
+                B1, B2 = np.asfortranarray(B0), np.asfortranarray(B0)
+            elif layout == "strided":
+                B1 = B0.copy()
+                B2 = np.zeros((2 * n, 2 * q))[::2, ::2]
+                B2[...] = B0
+            else:
+                B1, B2 = B0.copy(), B0.copy()
+            if lower:
+                _ref_lower_solve(T, B1, unit)
+                if unit:
+                    kernels.unit_lower_solve(T, B2)
+                else:
+                    kernels.lower_solve(T, B2, False)
+            else:
+                _ref_upper_solve(T, B1, unit)
+                kernels.upper_solve(T, B2, unit)
+            assert _same_bits(np.ascontiguousarray(B1), np.ascontiguousarray(B2)), \
+                (n, q, lower, unit)
+    # a zero on the diagonal: IEEE infinities and NaNs, as numpy, never an exception
+    T = np.tril(rng.standard_normal((6, 6)))
+    T[2, 2] = 0.0
+    B1, B2 = np.ones((6, 2)), np.ones((6, 2))
+    with np.errstate(all="ignore"):
+        _ref_lower_solve(T, B1, False)
+    kernels.lower_solve(T, B2, False)
+    assert _same_bits(B1, B2)

@@ -8,8 +8,8 @@ pivoting (:func:`lu_factor`, :func:`lu_solve`, :func:`lu`), Cholesky
 Blocked right-looking algorithms: the ``O(n^3)`` work (trailing updates, the
 block updates of the triangular solves) runs through :func:`ozaki.gemm` with the
 caller's product options (``scheme``, ``num_moduli``, ``mode``, ``engine``,
-``fallback``); the ``O(n^2 nb)`` panel work is deterministic numpy code in a fixed
-order. So a result's bits depend only on the input, ``block_size`` and the product
+``fallback``); the ``O(n^2 nb)`` panel work is deterministic compiled code (numba, no fastmath) in a
+fixed order. So a result's bits depend only on the input, ``block_size`` and the product
 options: not on the thread count, nor on the engine for a given scheme and mode.
 See docs/linalg.rst.
 """

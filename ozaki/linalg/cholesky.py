@@ -4,8 +4,8 @@ Blocked right-looking, lower form ``A = L L^T`` (the upper form factors the
 transpose: ``U = L^T`` from the upper triangle of ``A``), for each block column
 ``k:k+nb``:
 
-1. ``L11 = chol(A11)``: unblocked, deterministic numpy code;
-2. ``L21 <- A21 L11^-T``: the small triangular solve on the diagonal block, numpy;
+1. ``L11 = chol(A11)``: unblocked, deterministic compiled kernel (:mod:`ozaki.linalg.kernels`);
+2. ``L21 <- A21 L11^-T``: the small triangular solve on the diagonal block (compiled kernel);
 3. ``A22 <- A22 - L21 L21^T``: one product through :func:`ozaki.gemm`.
 
 Right-looking for the reason given in :mod:`ozaki.linalg.lu`: one large product per
@@ -118,7 +118,7 @@ def cho_solve(c_and_lower: tuple, b: Any, overwrite_b: bool = False,
               return_info: bool = False, **product_options_):
     """Solve ``a x = b`` from :func:`cho_factor`'s ``(c, lower)``, as scipy.linalg.cho_solve.
 
-    Two blocked triangular solves (diagonal blocks in numpy, block updates through
+    Two blocked triangular solves (diagonal blocks in compiled kernels, block updates through
     :func:`ozaki.gemm`); only the factor's triangle is read.
     """
     nb = block_size_of(block_size)

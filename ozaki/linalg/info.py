@@ -28,8 +28,8 @@ class LinalgInfo:
     block_size : int
     seconds : dict
         Wall time per phase: ``panel`` (unblocked factorisation of the panels or
-        diagonal blocks, deterministic numpy code), ``triangular`` (the small
-        triangular solves on the diagonal blocks, numpy), ``updates`` (every
+        diagonal blocks, deterministic compiled kernels), ``triangular`` (the small
+        triangular solves on the diagonal blocks), ``updates`` (every
         product, through :func:`ozaki.gemm`), ``other`` (checks, copies, row
         interchanges).
     total_seconds : float

@@ -3,9 +3,9 @@
 Algorithm: blocked right-looking LU (LAPACK's ``dgetrf`` order). For each panel of
 ``nb`` columns starting at ``k``:
 
-1. factor the panel ``A[k:, k:k+nb]`` unblocked with partial pivoting (numpy,
+1. factor the panel ``A[k:, k:k+nb]`` unblocked with partial pivoting (numba,
    :func:`ozaki.linalg.kernels.lu_panel`), interchanging whole rows;
-2. ``U12 <- L11^-1 A12`` (the small unit-lower solve on the diagonal block, numpy);
+2. ``U12 <- L11^-1 A12`` (the small unit-lower solve on the diagonal block, numba);
 3. ``A22 <- A22 - L21 U12``: one product through :func:`ozaki.gemm`.
 
 Why right-looking: the trailing update is a single product per panel, as large as
@@ -78,7 +78,7 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True, *,
     ``a = P L U`` with ``L`` unit lower triangular (trapezoidal), ``U`` upper, ``P``
     the row interchanges of LAPACK's ``getrf`` (pivot: the first entry of largest
     magnitude in the column). Blocked right-looking; the trailing updates run
-    through :func:`ozaki.gemm`, the panels in deterministic numpy code.
+    through :func:`ozaki.gemm`, the panels in deterministic compiled kernels.
 
     Parameters
     ----------
@@ -163,7 +163,7 @@ def lu_solve(lu_and_piv: tuple, b: Any, trans: int | str = 0, overwrite_b: bool 
 
     As scipy.linalg.lu_solve. The two triangular solves are blocked
     (:func:`~ozaki.linalg.solve_triangular`'s block TRSM): diagonal blocks in
-    numpy, the block updates through :func:`ozaki.gemm`.
+    compiled kernels, the block updates through :func:`ozaki.gemm`.
 
     Parameters
     ----------

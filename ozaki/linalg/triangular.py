@@ -1,7 +1,7 @@
 """Blocked triangular solves: :func:`solve_triangular` and the block TRSM under it.
 
 ``T X = B`` with ``T`` triangular, by blocks of ``nb`` rows of ``X``: the
-diagonal block's small solve is deterministic numpy code
+diagonal block's small solve is deterministic compiled code
 (:mod:`ozaki.linalg.kernels`, ``O(nb^2 k)`` per block); the rest of ``B`` is
 updated by one product per block, ``B_rest <- B_rest - T_rest,blk X_blk``,
 through :func:`ozaki.gemm` (right-looking: the block just solved is
