@@ -1,12 +1,21 @@
 """Real-to-real transforms: DCT and DST of types I-IV (``scipy.fft``'s signatures).
 
-Every type is the real-input DFT (:func:`fft.rfft`, so every multiplication runs through
-ozaki's emulated products) of a **symmetric extension** of the line, with no twiddle:
-the transform's cosines (sines) are exactly the real (imaginary) parts of ``W_M^j`` for
-an ``M`` of 2, 4 or 8 times the length, so placing ``x`` at the right indices of a
-length-``M`` line, mirrored with a ``+`` sign (cosines) or ``-`` sign (sines), makes the
-DFT real (imaginary) and equal to the transform at selected frequencies. With
-``N = len(x)`` and ``U = DFT_M(u)``:
+Every multiplication of a transform runs through ozaki's emulated products (an FFT of
+:mod:`fft`); how a line of type ``t`` and length ``N`` is reduced to an FFT depends on
+``(t, N)`` alone (:func:`reduction`):
+
+* **Mirrored** (type I; types II and III for ``N <= 16``; type IV for ``N < 16`` or odd
+  ``N``): the real-input DFT (:func:`fft.rfft`) of a **symmetric extension**, with no
+  twiddle.
+* **Reduced** (types II and III from ``N = 17``, type IV at even ``N >= 16``): one
+  ``N/2``-point complex FFT (even ``N``) or one ``N``-point real FFT (odd ``N``, types II
+  and III) between twiddle passes computed with error-free transformations.
+
+**Mirrored.** The transform's cosines (sines) are exactly the real (imaginary) parts of
+``W_M^j`` for an ``M`` of 2, 4 or 8 times the length, so placing ``x`` at the right
+indices of a length-``M`` line, mirrored with a ``+`` sign (cosines) or ``-`` sign
+(sines), makes the DFT real (imaginary) and equal to the transform at selected
+frequencies. With ``N = len(x)`` and ``U = DFT_M(u)``:
 
 =======  ========  ==================================================  ==============
 type     ``M``     ``u`` (zero elsewhere; ``n < N``)                   ``y[k]``
@@ -23,20 +32,54 @@ DST-IV   8N        ``u[2n+1] = -u[M-2n-1] = x[n]``                     ``-Im U[2
 
 The endpoints that scipy's definitions weigh by 1 rather than 2 (``x[0]`` and ``x[N-1]``
 of DCT-I, ``x[0]`` of DCT-III, ``x[N-1]`` of DST-III) sit once: at an index that is its
-own mirror, or (DST-III) without its mirror. The extension is a copy, so **the only
-roundings are the FFT's** and the normalisation's. No twiddle is rounded and multiplied
-in, as in Makhoul's ``N``-point reordering (one complex product per output, about ``u``
-relative more), and the mirroring makes the discarded part exactly zero, so the FFT's
-normwise error (about half scipy's, :doc:`fft`) falls on the wanted part alone (placing
-``x`` once and doubling the real part would carry the other part's error too, ``sqrt 2``
-worse). The relative L2 error is the length-``M`` rfft's: 0.4-1.3e-16 on standard
-normal input, a median 0.43 times scipy.fft's own over the eight functions, types 1-4
-and lengths 7-4096 (0.2 at the prime 1009, where pocketfft errs by 4-5e-16), measured
-against scipy.fft in long double (``tests/test_fft_r2r.py``).
+own mirror, or (DST-III) without its mirror. The extension is a copy, so the only
+roundings are the FFT's and the normalisation's, and the mirroring makes the discarded
+part exactly zero, so the FFT's normwise error falls on the wanted part alone.
 
-Cost: one rfft of length ``M``, 2-8 times the work of an ``N``-point real FFT (most of
-``u`` is zeros, which a dense stage multiplies all the same); the extension and the
-selection are copies. Accuracy is preferred to flops, as everywhere in :mod:`fft`.
+**Reduced.** The DSTs are the DCTs of the same type by exact relations:
+``DST-II(x)[k] = DCT-II(x[n] (-1)**n)[N-1-k]``, ``DST-III(x)[k] = (-1)**k
+DCT-III(x[N-1-n])[k]`` and likewise DST-IV, folded into the passes (sign flips and
+index changes). With ``v = [x[0], x[2], ..., x[3], x[1]]`` (Makhoul's reordering:
+``v[n] = x[2n]``, ``v[N-1-n] = x[2n+1]``) and ``V = DFT_N(v)``:
+
+* DCT-II: ``y[k] = 2 Re(W_{4N}^k V[k])`` and ``y[N-k] = -2 Im(W_{4N}^k V[k])``. For
+  even ``N``, ``V`` is not formed: the ``N/2``-point DFT ``Z`` of ``v[2m] + i v[2m+1]``
+  gives ``y[k] = Re P``, ``y[N-k] = -Im P`` with ``P = A_k Z[k] + B_k conj(Z[N/2-k])``,
+  ``A_k = W_{4N}^k - i W_{4N}^{5k}``, ``B_k = W_{4N}^k + i W_{4N}^{5k}`` (the real FFT's
+  split and the twiddle in one four-term product).
+* DCT-III, the transpose: ``V[n] = conj(W_{4N}^n) (x[n] - i x[N-n])`` (``x[N] = 0``)
+  and ``v`` its inverse real DFT, ``y[2m] = v[m]``, ``y[2m+1] = v[N-1-m]``. For even
+  ``N`` the half-length packing is folded in as well: ``Z[k] = alpha_k (x[k] - i
+  x[N-k]) + beta_k (x[N/2-k] + i x[N/2+k])``, ``alpha_k = conj(A_k)``, ``beta_k =
+  W_{4N}^{N/2-k} - i W_{4N}^{N/2-5k}``, and the ``N/2``-point inverse DFT of ``Z`` is
+  ``v[2m] + i v[2m+1]``.
+* DCT-IV (even ``N``): ``t[n] = W_{8N}^{4n+1} (x[2n] + i x[N-1-2n])``, ``T =
+  DFT_{N/2}(t)``, ``u[k] = W_{2N}^k T[k]``, ``y[2k] = 2 Re u[k]``, ``y[N-1-2k] = -2 Im
+  u[k]``.
+
+Each twiddle (or ``A, B, alpha, beta``) is a double-double value, from the correctly
+rounded roots of :func:`fft.tables.roots_dd` (about 104 bits), and each twiddled value
+is a two- or four-term dot product computed with error-free transformations (Dekker's
+TwoProduct, Knuth's TwoSum: Ogita-Rump-Oishi's Dot2) in compiled passes: it **rounds
+about once**, so a reduced type II or III adds one rounding per output (or input) to
+the FFT's, and type IV one before and one after.
+
+**Accuracy** (relative L2 error on standard normal input against scipy.fft in long
+double, ``tests/test_fft_r2r.py``): 0.4-1.4e-16. Over the eight functions, types II-IV
+and ``N`` in 7, 16, 60, 97, 128, 1000, 1009, 4096 the ratio to scipy.fft's own float64
+error (the worst of three inputs per case) has median 0.45 and maximum 0.91 (type IV at
+``N = 7``, mirrored); the reduced cases alone have median 0.45 and maximum 0.58 (0.15-0.23
+at the prime 1009, where pocketfft errs by 4-5e-16). Below ``N = 17`` the mirrored
+transform measures more accurate than the reduced one (0.33-0.46 against 0.39-0.56 for
+types II and III at ``N = 8-16``), from there on the reduced one (0.34-0.46 against
+0.38-0.57 at ``N = 17-64``; type IV is even from ``N = 16``): hence the rule.
+
+**Cost.** Mirrored: one rfft of length ``M``, 2-8 times the work of an ``N``-point real
+FFT (most of ``u`` is zeros, which a dense stage multiplies all the same). Reduced:
+one ``N/2``-point complex FFT (even ``N``) or ``N``-point real FFT (odd ``N``), plus one
+pass of O(``N``) compiled arithmetic before or after it (two for type IV), about a tenth
+of the FFT's time: at ``N = 2**20`` types II, III and IV take about the time of
+``fft.fft`` of ``2**19`` points.
 
 Normalisation, as scipy, by the logical length ``L`` (``2(N-1)`` for DCT-I, ``2(N+1)``
 for DST-I, ``2N`` for the others; not ``M``): ``"backward"`` leaves the forward
@@ -49,12 +92,15 @@ divisor. ``idct(x, t)`` is ``dct(x, t')`` with ``t' = 1, 3, 2, 4`` for ``t = 1, 
 and the normalisation's direction swapped (likewise ``idst``); the n-D forms run the
 1-D transform along each axis, last to first.
 
-Range: an input large enough that the unnormalised transform could overflow is scaled
-by an exact power of two first and the normalised result back (``_shift``), so a
-finite result that fits is finite (scipy gives ``inf`` or NaN in some such cases). Bits
-do not depend on the batch: the extension and the scaling are per line, and the rfft's
-bits do not depend on the batch (:mod:`fft.plan`), except where a call is scaled for
-range, as for the FFTs. Complex input is transformed as its real and imaginary
+Range: an input large enough that the unnormalised transform could overflow (or, when
+reduced, that an operand of the error-free products could exceed ``2**996``) is scaled
+by an exact power of two first and the normalised result back (``_shift``,
+``_shift_reduced``), so a finite result that fits is finite (scipy gives ``inf`` or NaN
+in some such cases). Bits do not depend on the batch: the reduction depends on ``(t,
+N)`` only, the extension, the twiddle passes and the scaling are per line, and the
+FFT's bits do not depend on the batch (:mod:`fft.plan`), except where a call is scaled
+for range, as for the FFTs. A non-finite input gives non-finite outputs where it
+enters (a reduced transform's error-free products turn ``inf`` into NaN). Complex input is transformed as its real and imaginary
 parts, one batch; float16/float32 give float32 and complex64 gives complex64, computed
 in FP64 and rounded once; long double is refused (``TypeError``). Errors for bad
 arguments are scipy's types; DCT-I of one point is a ``RuntimeError``, as in scipy.
@@ -66,8 +112,10 @@ import math
 import operator
 from typing import Any
 
+import numba as nb
 import numpy as np
 
+from . import tables
 from . import transforms as _t
 
 __all__ = ["dct", "idct", "dst", "idst", "dctn", "idctn", "dstn", "idstn"]
@@ -153,6 +201,388 @@ def _shift(a: np.ndarray, M: int) -> int:
     return max(0, math.frexp(top)[1] + (M - 1).bit_length() + 2 - 1022)
 
 
+# --- the reduced transforms: N-point and N/2-point FFTs with twiddles ----------------------
+
+_MIN_REDUCED = {2: 17, 3: 17, 4: 16}  #: the shortest length each type is reduced at
+
+
+def reduction(t: int, N: int) -> str:
+    """How a line of type ``t`` (after the inverse's mapping) and length ``N`` is computed.
+
+    ``"mirror"``: the rfft of the symmetric extension (the module docstring's first
+    table). ``"half"`` (even ``N``): types II and III through one ``N/2``-point complex
+    FFT of Makhoul's reordering, packed as complex values, type IV through one
+    ``N/2``-point complex FFT with a twiddle before and after. ``"makhoul"`` (odd ``N``,
+    types II and III): one ``N``-point real FFT of Makhoul's reordering and one twiddle
+    per output (DCT-II) or input (DCT-III).
+
+    The rule: types II and III are reduced from ``N >= 17``, type IV at even ``N >= 16``;
+    type I, shorter lengths and odd type IV are mirrored (below those lengths the
+    mirrored transform is the more accurate one, measured; above, the reduced one). It
+    depends on ``(t, N)`` alone, not on ``dct``/``dst``, the norm or the batch, so a
+    line's bits do not depend on how it is batched.
+    """
+    if t in (2, 3) and N >= _MIN_REDUCED[t]:
+        return "half" if N % 2 == 0 else "makhoul"
+    if t == 4 and N >= _MIN_REDUCED[4] and N % 2 == 0:
+        return "half"
+    return "mirror"
+
+
+def _fft_length(how: str, N: int) -> int:
+    return N // 2 if how == "half" else N
+
+
+def _shift_reduced(a: np.ndarray, L: int) -> int:
+    """``s >= 0`` such that nothing in a reduced transform of ``2**-s a`` overflows,
+    including the splitting in the error-free products (``2**27`` times an operand).
+
+    With ``|a| < 2**e`` (``sqrt 2`` more for an orthogonalised endpoint), a pre-twiddled
+    value is below ``2**(e + 2)`` (its coefficients' moduli sum to at most 2), the
+    length-``L`` FFT's computed values are below ``2**(e + g + 4)`` (``2**g``: the plan's
+    growth, :func:`fft.transforms._range_shift`) and the post-twiddled ones below
+    ``2**(e + g + 6)``; ``e + g + 4 <= 996`` keeps every operand that is split below
+    ``2**996`` and the FFT's input within its own threshold. The scaling is by a power of
+    two, which the error-free transformations commute with (no underflow): the bits of
+    a scaled call are those of the unscaled one, scaled.
+    """
+    top = _t._largest(a)
+    if top == 0.0:
+        return 0
+    return max(0, math.frexp(top)[1] + _t.get_plan(L).growth + 4 - 996)
+
+
+# error-free transformations (no fused multiply-add: numba does not contract by default)
+
+_SPLITTER = 134217729.0  # 2**27 + 1: Dekker's splitter
+
+
+@nb.njit(nogil=True, cache=True)
+def _two_prod(a, b):  # pragma: no cover - compiled
+    """``a b = p + e`` exactly (Dekker; ``|a|, |b| < 2**996``, no underflow)."""
+    p = a * b
+    c = _SPLITTER * a
+    a1 = c - (c - a)
+    a2 = a - a1
+    c = _SPLITTER * b
+    b1 = c - (c - b)
+    b2 = b - b1
+    return p, ((a1 * b1 - p) + a1 * b2 + a2 * b1) + a2 * b2
+
+
+@nb.njit(nogil=True, cache=True)
+def _two_sum(a, b):  # pragma: no cover - compiled
+    """``a + b = s + e`` exactly (Knuth)."""
+    s = a + b
+    v = s - a
+    return s, (a - (s - v)) + (b - v)
+
+
+@nb.njit(nogil=True, cache=True)
+def _dot2(ah, al, u, bh, bl, v):  # pragma: no cover - compiled
+    """``(ah + al) u + (bh + bl) v`` rounded about once: the products of the high parts
+    and their sum are error-free, their errors and the low parts' products are summed and
+    added last (Ogita, Rump and Oishi's Dot2, with double-double coefficients): the
+    result is within ``u |result| + O(u**2) sum |terms|`` of the exact value."""
+    p, e = _two_prod(ah, u)
+    q, f = _two_prod(bh, v)
+    s, g = _two_sum(p, q)
+    return s + (((e + f) + g) + (al * u + bl * v))
+
+
+@nb.njit(nogil=True, cache=True)
+def _dot4(ah, al, u, bh, bl, v, ch, cl, w, dh, dl, z):  # pragma: no cover - compiled
+    """``(ah + al) u + (bh + bl) v + (ch + cl) w + (dh + dl) z`` rounded about once
+    (Dot2 of four terms)."""
+    p1, e1 = _two_prod(ah, u)
+    p2, e2 = _two_prod(bh, v)
+    p3, e3 = _two_prod(ch, w)
+    p4, e4 = _two_prod(dh, z)
+    s, f1 = _two_sum(p1, p2)
+    s, f2 = _two_sum(s, p3)
+    s, f3 = _two_sum(s, p4)
+    err = ((e1 + e2) + (e3 + e4)) + ((f1 + f2) + f3)
+    return s + (err + ((al * u + bl * v) + (cl * w + dl * z)))
+
+
+# the kernels: one pass over the lines before or after the FFT (``+ 0.0``: no -0)
+
+@nb.njit(nogil=True, cache=True)
+def _post2(V, tw, y, rev):  # pragma: no cover - compiled
+    """DCT-II from the spectrum ``V`` (2, B, >= N//2 + 1) of Makhoul's ``v``:
+    ``Z = W_{4N}^k V[k]``, ``y[k] = 2 Re Z``, ``y[N-k] = -2 Im Z``; reversed (DST-II)
+    when ``rev``. ``tw``: ``W_{4N}^k = c - i s`` in double-double."""
+    B, N = y.shape
+    half = N - N // 2
+    for b in range(B):
+        for k in range(N // 2 + 1):
+            ch, cl, sh, sl = tw[0, k], tw[1, k], tw[2, k], tw[3, k]
+            vr, vi = V[0, b, k], V[1, b, k]
+            out = 2.0 * _dot2(ch, cl, vr, sh, sl, vi) + 0.0
+            if rev:
+                y[b, N - 1 - k] = out
+            else:
+                y[b, k] = out
+            if 0 < k < half:
+                out = 2.0 * _dot2(sh, sl, vr, -ch, -cl, vi) + 0.0
+                if rev:
+                    y[b, k - 1] = out
+                else:
+                    y[b, N - k] = out
+
+
+@nb.njit(nogil=True, cache=True)
+def _pre3(x, tw, V, rev):  # pragma: no cover - compiled
+    """``conj(V[n])``, ``V[n] = conj(W_{4N}^n) (x[n] - i x[N-n])`` (``x[N] = 0``),
+    ``n <= N/2``: the half spectrum whose inverse real DFT is DCT-III's ``v``; of ``x``
+    reversed (DST-III) when ``rev``."""
+    B, N = x.shape
+    for b in range(B):
+        for n in range(N // 2 + 1):
+            ch, cl, sh, sl = tw[0, n], tw[1, n], tw[2, n], tw[3, n]
+            if rev:
+                p = x[b, N - 1 - n]
+                q = x[b, n - 1] if n > 0 else 0.0
+            else:
+                p = x[b, n]
+                q = x[b, N - n] if n > 0 else 0.0
+            V[0, b, n] = _dot2(ch, cl, p, sh, sl, q) + 0.0
+            V[1, b, n] = _dot2(ch, cl, q, -sh, -sl, p) + 0.0
+
+
+@nb.njit(nogil=True, cache=True)
+def _post2h(Z, tab, y, rev):  # pragma: no cover - compiled
+    """DCT-II from the ``M = N/2``-point DFT ``Z`` of ``v[2m] + i v[2m+1]`` (Makhoul's
+    ``v``): ``P = A_k Z[k] + B_k conj(Z[M-k])``, ``y[k] = Re P``, ``y[N-k] = -Im P``
+    (``tab``: :func:`_tables2`); reversed (DST-II) when ``rev``."""
+    B, N = y.shape
+    M = N // 2
+    for b in range(B):
+        for k in range(M + 1):
+            i, j = k % M, (M - k) % M
+            zr, zi, wr, wi = Z[0, b, i], Z[1, b, i], Z[0, b, j], Z[1, b, j]
+            arh, arl, aih, ail = tab[0, k], tab[1, k], tab[2, k], tab[3, k]
+            brh, brl, bih, bil = tab[4, k], tab[5, k], tab[6, k], tab[7, k]
+            re = _dot4(arh, arl, zr, -aih, -ail, zi, brh, brl, wr, bih, bil, wi) + 0.0
+            if rev:
+                y[b, N - 1 - k] = re
+            else:
+                y[b, k] = re
+            if 0 < k < M:
+                im = _dot4(arh, arl, zi, aih, ail, zr, bih, bil, wr, -brh, -brl, wi)
+                if rev:
+                    y[b, k - 1] = 0.0 - im
+                else:
+                    y[b, N - k] = 0.0 - im
+
+
+@nb.njit(nogil=True, cache=True)
+def _pre3h(x, tab, Z, rev):  # pragma: no cover - compiled
+    """``conj(Z[k])``, ``Z[k] = alpha_k (x[k] - i x[N-k]) + beta_k (x[M-k] + i x[M+k])``
+    (``x[N] = 0``, ``k < M = N/2``; ``tab``: :func:`_tables3`), whose ``M``-point inverse
+    DFT is ``v[2m] + i v[2m+1]`` for DCT-III's ``v``; of ``x`` reversed (DST-III) when
+    ``rev``."""
+    B, N = x.shape
+    M = N // 2
+    for b in range(B):
+        for k in range(M):
+            if rev:
+                p, q = x[b, N - 1 - k], (x[b, k - 1] if k > 0 else 0.0)
+                r, s = x[b, M - 1 + k], x[b, M - 1 - k]
+            else:
+                p, q = x[b, k], (x[b, N - k] if k > 0 else 0.0)
+                r, s = x[b, M - k], x[b, M + k]
+            arh, arl, aih, ail = tab[0, k], tab[1, k], tab[2, k], tab[3, k]
+            brh, brl, bih, bil = tab[4, k], tab[5, k], tab[6, k], tab[7, k]
+            Z[0, b, k] = _dot4(arh, arl, p, aih, ail, q, brh, brl, r, -bih, -bil, s) + 0.0
+            Z[1, b, k] = 0.0 - _dot4(aih, ail, p, -arh, -arl, q, bih, bil, r, brh, brl, s)
+
+
+@nb.njit(nogil=True, cache=True)
+def _post3h(F, y, rev):  # pragma: no cover - compiled
+    """``v[2m] = Re F[m]``, ``v[2m+1] = -Im F[m]`` (``F = conj(z)``), then ``y[2j] = v[j]``,
+    ``y[2j+1] = v[N-1-j]``; DST-III's signs ``(-1)**k`` when ``rev``. Copies only."""
+    B, N = y.shape
+    M = N // 2
+    for b in range(B):
+        for n in range(N):
+            val = F[0, b, n // 2] if n % 2 == 0 else 0.0 - F[1, b, n // 2]
+            if n < M:
+                y[b, 2 * n] = val
+            else:
+                y[b, 2 * (N - 1 - n) + 1] = (0.0 - val) if rev else val
+
+
+@nb.njit(nogil=True, cache=True)
+def _pre4(x, tw, T, rev):  # pragma: no cover - compiled
+    """``t[n] = W_{8N}^{4n+1} (x[2n] + i x[N-1-2n])``, ``n < N/2``; of ``x`` reversed
+    (DST-IV) when ``rev``."""
+    B, N = x.shape
+    for b in range(B):
+        for n in range(N // 2):
+            ch, cl, sh, sl = tw[0, n], tw[1, n], tw[2, n], tw[3, n]
+            p, q = x[b, 2 * n], x[b, N - 1 - 2 * n]
+            if rev:
+                p, q = q, p
+            T[0, b, n] = _dot2(ch, cl, p, sh, sl, q) + 0.0
+            T[1, b, n] = _dot2(ch, cl, q, -sh, -sl, p) + 0.0
+
+
+@nb.njit(nogil=True, cache=True)
+def _post4(T, tw, y, rev):  # pragma: no cover - compiled
+    """``u[k] = W_{2N}^k T[k]``, ``y[2k] = 2 Re u``, ``y[N-1-2k] = -2 Im u`` (``+`` when
+    ``rev``: DST-IV's signs ``(-1)**k``)."""
+    B, N = y.shape
+    for b in range(B):
+        for k in range(N // 2):
+            ch, cl, sh, sl = tw[0, k], tw[1, k], tw[2, k], tw[3, k]
+            tr, ti = T[0, b, k], T[1, b, k]
+            y[b, 2 * k] = 2.0 * _dot2(ch, cl, tr, sh, sl, ti) + 0.0
+            im = 2.0 * _dot2(ch, cl, ti, -sh, -sl, tr)
+            y[b, N - 1 - 2 * k] = (im if rev else -im) + 0.0
+
+
+# the double-double coefficient tables (cached with fft.tables' own)
+
+def _tables2(N: int) -> np.ndarray:
+    """DCT-II's ``A_k = W_{4N}^k - i W_{4N}^{5k}`` and ``B_k = W_{4N}^k + i W_{4N}^{5k}``,
+    ``k <= N/2`` (``2 W_{4N}^k`` times the real FFT's split, at once), in
+    double-double: rows ``Re A, Im A, Re B, Im B`` (hi, lo each), each a double-double
+    sum of two entries of :func:`fft.tables.roots_dd` (within about ``2**-104``)."""
+    def make():
+        M = N // 2
+        c1h, c1l, s1h, s1l = tables.roots_dd(4 * N, 0, 1, M + 1)
+        c5h, c5l, s5h, s5l = tables.roots_dd(4 * N, 0, 5, M + 1)
+        out = np.empty((8, M + 1))
+        out[0], out[1] = tables._dd_add(c1h, c1l, -s5h, -s5l)  # Re A = c1 - s5
+        h, l = tables._dd_add(s1h, s1l, c5h, c5l)  # Im A = -(s1 + c5)
+        out[2], out[3] = -h, -l
+        out[4], out[5] = tables._dd_add(c1h, c1l, s5h, s5l)  # Re B = c1 + s5
+        out[6], out[7] = tables._dd_add(c5h, c5l, -s1h, -s1l)  # Im B = c5 - s1
+        return out + 0.0
+    return tables._cache.get(("dct2-half", N), make)
+
+
+def _tables3(N: int) -> np.ndarray:
+    """DCT-III's ``alpha_k = conj(A_k)`` and ``beta_k = W_{4N}^{M-k} - i W_{4N}^{M-5k}``,
+    ``k < M = N/2``, in double-double: rows ``Re alpha, Im alpha, Re beta, Im beta``."""
+    def make():
+        M = N // 2
+        A = _tables2(N)[:, :M]
+        cmh, cml, smh, sml = tables.roots_dd(4 * N, M, -1, M)
+        cqh, cql, sqh, sql = tables.roots_dd(4 * N, M, -5, M)
+        out = np.empty((8, M))
+        out[0], out[1] = A[0], A[1]
+        out[2], out[3] = -A[2], -A[3]
+        out[4], out[5] = tables._dd_add(cmh, cml, -sqh, -sql)  # Re beta = cm - sq
+        h, l = tables._dd_add(smh, sml, cqh, cql)  # Im beta = -(sm + cq)
+        out[6], out[7] = -h, -l
+        return out + 0.0
+    return tables._cache.get(("dct3-half", N), make)
+
+
+# the drivers: lines (B, N) in, lines out
+
+def _lines(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a).reshape(-1, a.shape[-1])
+
+
+def _reorder(x: np.ndarray, rev: bool) -> np.ndarray:
+    """Makhoul's ``v = [x[0], x[2], ..., x[3], x[1]]`` of lines ``x`` (DST-II: of
+    ``x[n] (-1)**n``, whose DCT-II is the DST-II reversed)."""
+    N = x.shape[-1]
+    h = N - N // 2
+    v = np.empty_like(x)
+    v[:, :h] = x[:, ::2]
+    if rev:
+        np.negative(x[:, 1::2][:, ::-1], out=v[:, h:])
+    else:
+        v[:, h:] = x[:, 1::2][:, ::-1]
+    return v
+
+
+def _makhoul2(a: np.ndarray, rev: bool, workers) -> np.ndarray:
+    """DCT-II (DST-II) of the last axis: the ``N``-point rfft of Makhoul's ``v`` and one
+    twiddle per output."""
+    N = a.shape[-1]
+    x = _lines(a)
+    v = _reorder(x, rev)
+    with _t._threads(workers):
+        V = _t._along(v, 1, _t.get_plan(N), real_in=True)
+    y = np.empty_like(x)
+    _post2(V, tables.roots_dd(4 * N, 0, 1, N // 2 + 1), y, rev)
+    return y.reshape(a.shape)
+
+
+def _makhoul3(a: np.ndarray, rev: bool, workers) -> np.ndarray:
+    """DCT-III (DST-III: of ``x`` reversed, outputs times ``(-1)**k``) of the last axis:
+    one twiddle per input, the ``N``-point inverse real FFT (the forward plan on the
+    conjugates), and ``y[2m] = v[m]``, ``y[2m+1] = v[N-1-m]``."""
+    N = a.shape[-1]
+    x = _lines(a)
+    V = np.empty((2, x.shape[0], N // 2 + 1))
+    _pre3(x, tables.roots_dd(4 * N, 0, 1, N // 2 + 1), V, rev)
+    with _t._threads(workers):
+        v = _t._along(_t._complete(V, 1, N), 1, _t.get_plan(N), real_out=True)
+    h = N - N // 2
+    y = np.empty_like(x)
+    y[:, ::2] = v[:, :h]
+    if rev:
+        np.subtract(0.0, v[:, h:][:, ::-1], out=y[:, 1::2])
+    else:
+        y[:, 1::2] = v[:, h:][:, ::-1]
+    return y.reshape(a.shape)
+
+
+def _half2(a: np.ndarray, rev: bool, workers) -> np.ndarray:
+    """DCT-II (DST-II) of an even-length last axis: Makhoul's ``v`` packed as ``N/2``
+    complex values ``v[2m] + i v[2m+1]``, their complex FFT, one four-term product per
+    output (the real FFT's split and the twiddle at once)."""
+    N = a.shape[-1]
+    x = _lines(a)
+    v = _reorder(x, rev)
+    Z = np.empty((2, x.shape[0], N // 2))
+    Z[0], Z[1] = v[:, 0::2], v[:, 1::2]
+    with _t._threads(workers):
+        Z = _t._along(Z, 1, _t.get_plan(N // 2))
+    y = np.empty_like(x)
+    _post2h(Z, _tables2(N), y, rev)
+    return y.reshape(a.shape)
+
+
+def _half3(a: np.ndarray, rev: bool, workers) -> np.ndarray:
+    """DCT-III (DST-III) of an even-length last axis: one four-term product per
+    ``N/2``-point input (the twiddle and the inverse real FFT's packing at once), the
+    ``N/2``-point complex FFT (of the conjugates: the inverse), and a permutation."""
+    N = a.shape[-1]
+    x = _lines(a)
+    Z = np.empty((2, x.shape[0], N // 2))
+    _pre3h(x, _tables3(N), Z, rev)
+    with _t._threads(workers):
+        F = _t._along(Z, 1, _t.get_plan(N // 2))
+    y = np.empty_like(x)
+    _post3h(F, y, rev)
+    return y.reshape(a.shape)
+
+
+def _half4(a: np.ndarray, rev: bool, workers) -> np.ndarray:
+    """DCT-IV (DST-IV: of ``x`` reversed, outputs times ``(-1)**k``) of an even-length
+    last axis: a twiddle, the ``N/2``-point complex FFT, a twiddle."""
+    N = a.shape[-1]
+    x = _lines(a)
+    T = np.empty((2, x.shape[0], N // 2))
+    _pre4(x, tables.roots_dd(8 * N, 1, 4, N // 2), T, rev)
+    with _t._threads(workers):
+        T = _t._along(T, 1, _t.get_plan(N // 2))
+    y = np.empty_like(x)
+    _post4(T, tables.roots_dd(2 * N, 0, 1, N // 2), y, rev)
+    return y.reshape(a.shape)
+
+
+_REDUCED = {(2, "makhoul"): _makhoul2, (3, "makhoul"): _makhoul3, (2, "half"): _half2,
+            (3, "half"): _half3, (4, "half"): _half4}
+
+
 def _line(a: np.ndarray, axis: int, t: int, kind: str, norm: str, inverse: bool,
           ortho: bool, workers) -> np.ndarray:
     """The transform of type ``t`` (already mapped for an inverse) along ``axis`` of a
@@ -160,16 +590,19 @@ def _line(a: np.ndarray, axis: int, t: int, kind: str, norm: str, inverse: bool,
     a = np.moveaxis(a, axis, -1)
     N = a.shape[-1]
     M = _logical(t, kind, N)
+    how = reduction(t, N)
     pre = {("dct", 1): (0, -1), ("dct", 3): (0,), ("dst", 3): (-1,)}.get((kind, t), ())
     post = {("dct", 1): (0, -1), ("dct", 2): (0,), ("dst", 2): (-1,)}.get((kind, t), ())
-    shift = _shift(a, M)
+    shift = _shift(a, M) if how == "mirror" else _shift_reduced(a, _fft_length(how, N))
     a = a * 2.0 ** -shift if shift else a
     if ortho and pre:
         a = a.copy()
         for i in set(i % N for i in pre):
             a[..., i] = a[..., i] * math.sqrt(2.0)
-    U = _t.rfft(_extend(a, t, kind, M), axis=-1, workers=workers)
-    raw = _pick(U, t, kind, N)
+    if how == "mirror":
+        raw = _pick(_t.rfft(_extend(a, t, kind, M), axis=-1, workers=workers), t, kind, N)
+    else:
+        raw = _REDUCED[t, how](a, kind == "dst", workers)
     d, d_end = _divisor(norm, inverse, M if t == 1 else 2 * N)
     y = raw / d  # a new contiguous array (d = 1.0: a copy)
     if ortho and post:
@@ -210,8 +643,9 @@ def _r2r(x: Any, type, s, axes, norm, workers, orthogonalize, kind: str,
 _DOC = """{title} (``scipy.fft.{name}``'s signature), FP64-grade.
 
     {what}
-    Computed as the real or imaginary part of the rfft of a symmetric or
-    antisymmetric extension (:mod:`fft.realtransforms`): the FFT's roundings only.
+    Computed through an FFT of :mod:`fft` (:mod:`fft.realtransforms`): the rfft of a
+    symmetric or antisymmetric extension, or (types 2-4 at most lengths) an
+    ``N/2``- or ``N``-point FFT between twiddle passes that round about once.
 
     Parameters
     ----------

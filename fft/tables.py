@@ -28,7 +28,7 @@ from threading import Lock
 
 import numpy as np
 
-__all__ = ["roots", "dft_matrix", "twiddles", "chirp", "CACHE_BYTES", "clear_cache"]
+__all__ = ["roots", "roots_dd", "dft_matrix", "twiddles", "chirp", "CACHE_BYTES", "clear_cache"]
 
 CACHE_BYTES = 1 << 28  #: bound of the table cache (bytes of complex128 entries)
 
@@ -209,3 +209,62 @@ def chirp(N: int) -> np.ndarray:
         n = np.arange(N, dtype=np.int64)
         return roots(2 * N)[(n * n) % (2 * N)]
     return _cache.get(("chirp", N), make)
+
+
+def _sincos_dd(e: np.ndarray, N: int) -> tuple[np.ndarray, ...]:
+    """``cos`` and ``sin`` of ``theta = pi e / (2N)``, ``|e| <= N/2``, as normalised
+    double-double pairs ``(cos_hi, cos_lo, sin_hi, sin_lo)`` (about 104 bits; ``hi`` is
+    the value :func:`_sincos` rounds to). The same evaluation as :func:`_sincos`, less
+    its last rounding."""
+    ef = e.astype(np.float64)
+    d = float(2 * N)
+    qh = ef / d
+    ph, pl = _two_prod(qh, np.float64(d))
+    ql = ((ef - ph) - pl) / d
+    th, tl = _dd_mul(qh, ql, np.float64(_PI_HI), np.float64(_PI_MID))
+    th, tl = _two_sum(th, tl + qh * _PI_LO)
+    x2h, x2l = _dd_mul(th, tl, th, tl)
+    sh, sl = np.full_like(th, _SIN[0][0]), np.full_like(th, _SIN[0][1])
+    for ch, cl in _SIN[1:]:
+        sh, sl = _dd_mul(sh, sl, x2h, x2l)
+        sh, sl = _dd_add(sh, sl, ch, cl)
+    sh, sl = _dd_mul(sh, sl, th, tl)
+    csh, csl = np.full_like(th, _COS[0][0]), np.full_like(th, _COS[0][1])
+    for ch, cl in _COS[1:]:
+        csh, csl = _dd_mul(csh, csl, x2h, x2l)
+        csh, csl = _dd_add(csh, csl, ch, cl)
+    return csh, csl, sh, sl
+
+
+def roots_dd(N: int, start: int, step: int, count: int) -> np.ndarray:
+    """``W_N^j = cos(2 pi j/N) - i sin(2 pi j/N)`` for ``j = start + step * i``,
+    ``i < count``, in double-double: rows ``cos_hi, cos_lo, sin_hi, sin_lo``.
+
+    Each ``hi`` is the correctly rounded value (the entry of :func:`roots`) and
+    ``hi + lo`` is within about ``2**-104`` of the exact value: for twiddle products
+    that are to round once (:mod:`fft.realtransforms`). The same exact argument
+    reduction as :func:`roots` (``4j = qN + e``, the quadrant swapping and negating
+    exactly).
+
+    Returns
+    -------
+    ndarray, shape (4, count), float64, read-only
+    """
+    if not 1 <= N < 2 ** 50:
+        raise ValueError(f"N must be in [1, 2**50), got {N}")
+
+    def make():
+        j = (start + step * np.arange(count, dtype=np.int64)) % N
+        q = (8 * j + N) // (2 * N)  # round(4j / N), halves up
+        e = 4 * j - q * N  # |e| <= N/2
+        ch, cl, sh, sl = _sincos_dd(np.abs(e), N)
+        neg = e < 0
+        sh, sl = np.where(neg, -sh, sh), np.where(neg, -sl, sl)  # sin odd, cos even
+        quad = q % 4
+        out = np.empty((4, count))
+        out[0] = np.choose(quad, [ch, -sh, -ch, sh])
+        out[1] = np.choose(quad, [cl, -sl, -cl, sl])
+        out[2] = np.choose(quad, [sh, ch, -sh, -ch])
+        out[3] = np.choose(quad, [sl, cl, -sl, -cl])
+        return out + 0.0  # no negative zeros
+    return _cache.get(("roots_dd", N, start, step, count), make)
