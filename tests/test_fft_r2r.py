@@ -424,3 +424,24 @@ def test_error_free_products_are_exact(rng):
         assert Fraction(p) + Fraction(e) == Fraction(a) * Fraction(b)
         s, e = _two_sum(a, b)
         assert Fraction(s) + Fraction(e) == Fraction(a) + Fraction(b)
+
+
+def test_scipys_own_real_transform_suite_passes_with_fft_as_the_only_backend():
+    # scipy.fft's tests of dct/dst/idct/idst and their n-D forms, with fft.scipy_backend
+    # as the global backend and only=True: a declined call would raise, so every call
+    # is served by fft
+    import os
+    import subprocess
+    import sys
+
+    import scipy.fft
+    path = os.path.join(scipy.fft.__path__[0], "tests", "test_real_transforms.py")
+    if not os.path.exists(path):
+        pytest.skip("scipy's tests are not installed")
+    code = ("import sys, pytest, scipy.fft, fft\n"
+            "scipy.fft.set_global_backend(fft.scipy_backend, only=True)\n"
+            f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', {path!r}]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600, cwd=os.path.dirname(path))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert " passed" in done.stdout and "failed" not in done.stdout
