@@ -83,23 +83,7 @@ _COS = [_dd_const(Fraction((-1) ** (i // 2), factorial(i))) for i in range(28, -
 
 def _sincos(e: np.ndarray, N: int) -> tuple[np.ndarray, np.ndarray]:
     """Correctly rounded ``cos`` and ``sin`` of ``theta = pi e / (2N)``, ``|e| <= N/2``."""
-    ef = e.astype(np.float64)  # exact: |e| <= N/2 < 2**52
-    d = float(2 * N)
-    qh = ef / d
-    ph, pl = _two_prod(qh, np.float64(d))
-    ql = ((ef - ph) - pl) / d  # ef - ph - pl is exact (Sterbenz and two_prod)
-    th, tl = _dd_mul(qh, ql, np.float64(_PI_HI), np.float64(_PI_MID))
-    th, tl = _two_sum(th, tl + qh * _PI_LO)
-    x2h, x2l = _dd_mul(th, tl, th, tl)
-    sh, sl = np.full_like(th, _SIN[0][0]), np.full_like(th, _SIN[0][1])
-    for ch, cl in _SIN[1:]:
-        sh, sl = _dd_mul(sh, sl, x2h, x2l)
-        sh, sl = _dd_add(sh, sl, ch, cl)
-    sh, sl = _dd_mul(sh, sl, th, tl)
-    csh, csl = np.full_like(th, _COS[0][0]), np.full_like(th, _COS[0][1])
-    for ch, cl in _COS[1:]:
-        csh, csl = _dd_mul(csh, csl, x2h, x2l)
-        csh, csl = _dd_add(csh, csl, ch, cl)
+    csh, csl, sh, sl = _sincos_dd(e, N)
     return csh + csl, sh + sl  # one rounding each: hi + lo of a normalised pair
 
 
@@ -213,14 +197,13 @@ def chirp(N: int) -> np.ndarray:
 
 def _sincos_dd(e: np.ndarray, N: int) -> tuple[np.ndarray, ...]:
     """``cos`` and ``sin`` of ``theta = pi e / (2N)``, ``|e| <= N/2``, as normalised
-    double-double pairs ``(cos_hi, cos_lo, sin_hi, sin_lo)`` (about 104 bits; ``hi`` is
-    the value :func:`_sincos` rounds to). The same evaluation as :func:`_sincos`, less
-    its last rounding."""
-    ef = e.astype(np.float64)
+    double-double pairs ``(cos_hi, cos_lo, sin_hi, sin_lo)`` (about 104 bits; ``hi + lo``
+    rounds to the correctly rounded value :func:`_sincos` returns)."""
+    ef = e.astype(np.float64)  # exact: |e| <= N/2 < 2**52
     d = float(2 * N)
     qh = ef / d
     ph, pl = _two_prod(qh, np.float64(d))
-    ql = ((ef - ph) - pl) / d
+    ql = ((ef - ph) - pl) / d  # ef - ph - pl is exact (Sterbenz and two_prod)
     th, tl = _dd_mul(qh, ql, np.float64(_PI_HI), np.float64(_PI_MID))
     th, tl = _two_sum(th, tl + qh * _PI_LO)
     x2h, x2l = _dd_mul(th, tl, th, tl)
