@@ -299,10 +299,12 @@ def product(A: np.ndarray, B: np.ndarray, out: np.ndarray, bounds: bool = False,
     b, m, n = out.shape
     k = A.shape[2]
     serial = 1 if b * m * n * k < PARALLEL_WORK else None
+    lines = None  # (codes, rare, abad, bbad) where already formed
     if serial and not bounds:
         rare = _serial(A, B, out)
     else:
-        rare = _prepare(A, B, b)[1]
+        lines = _prepare(A, B, b)
+        rare = lines[1]
         run(_dot2_rows, b * m, A, B, out, max_threads=serial)
     eb = None
     if bounds:
@@ -316,15 +318,15 @@ def product(A: np.ndarray, B: np.ndarray, out: np.ndarray, bounds: bool = False,
         g2 = gam * gam / (1 - gam) * (1 + 2.0 ** -40)
         with np.errstate(over="ignore"):
             eb = (_U * np.abs(out) + g2 * eb) * (1 + 2.0 ** -50) + 1e-323
-    done = _rare(A, B, out, eb, policy) if rare else Outcome(bound=eb)
+    done = _rare(A, B, out, eb, policy, lines) if rare else Outcome(bound=eb)
     done.seconds = time.perf_counter() - t0
     return done
 
 
-def _rare(A, B, out, eb, policy: str) -> Outcome:
+def _rare(A, B, out, eb, policy: str, lines=None) -> Outcome:
     """The entries Dot2 does not serve (:func:`unsafe_entries`) and the non-finite values
     (exact arithmetic's semantics, :func:`ozaki.special.apply_nonfinite`)."""
-    codes, _, abad, bbad = _prepare(A, B, out.shape[0])
+    codes, _, abad, bbad = lines if lines is not None else _prepare(A, B, out.shape[0])
     finite = ~abad[:, :, None] & ~bbad[:, None, :]  # elsewhere exact arithmetic decides
     under = (codes == UNDERFLOW) & finite
     done = Outcome(bound=eb, uncertified=int(under.sum()),
