@@ -1,4 +1,4 @@
-"""Speed of the exactly rounded dot product (:mod:`ozaki.exactdot`), per term.
+"""Speed of the exactly rounded dot product (:mod:`ozaki.backends.cpu.exactdot`), per term.
 
 ``python benchmarks/exactdot_speed.py`` prints nanoseconds per term on one numba
 thread for normal data and for values ``+-2**e`` spread over the whole exponent
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ozaki import parallel
-from ozaki.exactdot import dot_rows_cols
+from ozaki.backends.cpu import parallel
+from ozaki.backends.cpu.exactdot import dot_rows_cols
 
 
 def main(k: int = 4096, entries: int = 256, repeat: int = 5) -> None:

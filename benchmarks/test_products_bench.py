@@ -19,7 +19,7 @@ case                                baseline                    goal
 ==================================  ==========================  ======
 
 The last three are small products with the default options: the small-product path
-(:mod:`ozaki.compensated`), timed over blocks of calls in rotation with blocks of
+(:mod:`ozaki.core.compensated`), timed over blocks of calls in rotation with blocks of
 numpy calls (2000, 1000 and 100 calls: after a two-thread numpy GEMM OpenBLAS's
 threads spin for a while and hold a core, which a single call right after it pays;
 ``extra_info["path"]`` says which path ran). The stacks above take it too (each slice is small); their

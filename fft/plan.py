@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import ozaki
-from ozaki.arguments import resolve
+from ozaki.api.arguments import resolve
 
 from . import tables
 from .kernels import twiddle_transpose

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ozaki import parallel
+from ozaki.backends.cpu import parallel
 
 from .kernels import transpose
 from .plan import Plan
@@ -129,7 +129,7 @@ def _workers(workers) -> int | None:
 
 @contextlib.contextmanager
 def _threads(workers):
-    """Cap the passes' threads (:func:`ozaki.parallel.limit`, local to the calling thread)."""
+    """Cap the passes' threads (:func:`ozaki.backends.cpu.parallel.limit`, local to the calling thread)."""
     w = _workers(workers)
     if w is None:
         yield

@@ -8,16 +8,16 @@ Remainder Theorem. Bitwise reproducible across engines and thread counts.
 >>> C = ozaki.dgemm(np.eye(3), np.arange(9.0).reshape(3, 3))
 """
 
-from .arguments import MODES
-from .certify import CertificationError
-from .engines import available_engines
-from .front import dgemm, gemm, zgemm
-from .prepared import PreparedOperand, prepare
-from .stacks import matmul
-from .info import PHASES, OzakiInfo
-from .moduli import MODULI_VERSION, SCHEMES, auto_num_moduli
-from .products import exact_gemms
-from .workspace import workspace_bytes
+from .api.arguments import MODES
+from .core.certify import CertificationError
+from .backends.engines import available_engines
+from .api.front import dgemm, gemm, zgemm
+from .api.prepared import PreparedOperand, prepare
+from .api.stacks import matmul
+from .core.info import PHASES, OzakiInfo
+from .core.moduli import MODULI_VERSION, SCHEMES, auto_num_moduli
+from .core.products import exact_gemms
+from .core.workspace import workspace_bytes
 
 __all__ = ["dgemm", "gemm", "zgemm", "matmul", "prepare", "PreparedOperand",
            "available_engines", "workspace_bytes", "OzakiInfo", "CertificationError",

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from . import __version__, dgemm
-from .moduli import MODULI_VERSION
+from .core.moduli import MODULI_VERSION
 
 
 def _two_product(a, b):

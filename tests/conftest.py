@@ -24,8 +24,8 @@ def rng():
 @pytest.fixture(autouse=True)
 def _emulated_path(request, monkeypatch):
     """The suite's tests of the emulation run it on small products: there the
-    small-product path (:mod:`ozaki.compensated`) is off, unless a test is marked
+    small-product path (:mod:`ozaki.core.compensated`) is off, unless a test is marked
     ``compensated`` (tests/test_compensated.py tests that path and its rule)."""
     if request.node.get_closest_marker("compensated") is None:
-        from ozaki import compensated
+        from ozaki.core import compensated
         monkeypatch.setattr(compensated, "SMALL_WORK", 0)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ozaki
-from ozaki.workspace import set_workspace_limit, workspace, workspace_limit
+from ozaki.core.workspace import set_workspace_limit, workspace, workspace_limit
 from validation.reference import exact_matmul, test_matrix
 
 

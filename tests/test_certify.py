@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 import ozaki
-from ozaki import certify
-from ozaki.certify import CertificationError
+from ozaki.core import certify
+from ozaki.core.certify import CertificationError
 from validation.reference import exact_matmul, fraction_matmul, test_matrix
 
 U = Fraction(1, 2 ** 53)
@@ -217,7 +217,8 @@ def _reference_ratios(G, rF, cF, nA, nB, e, f, sigma, tau, R, g2, safety):
 @pytest.mark.parametrize("wide_exponents", [False, True])
 def test_fused_counts_equal_separate_counts(shape, wide_exponents):
     """The K-count passes give, per count, exactly the single-count passes and the formula."""
-    from ozaki import bounds, certify
+    from ozaki.backends.cpu import bounds
+    from ozaki.core import certify
     b, m, n = shape
     K = 3
     G, rF, cF, nA, nB, e, f, sigma, tau, R, g2 = _bound_inputs(sum(shape), b, m, n, K,
@@ -259,10 +260,10 @@ def test_fused_counts_equal_separate_counts(shape, wide_exponents):
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_fused_certificates_equal_separate_ones(scheme, rng):
     """``componentwise`` at (K, b) counts: each certificate is the one count's alone."""
-    from ozaki import certify, decisions
-    from ozaki.backend import Operand, get_backend
-    from ozaki.engines import get_engine
-    from ozaki.pipeline import Prepared
+    from ozaki.core import certify, decisions
+    from ozaki.backends.cpu.backend import Operand, get_backend
+    from ozaki.backends.engines import get_engine
+    from ozaki.core.pipeline import Prepared
     be = get_backend()
     A = rng.standard_normal((5, 12, 40)) * np.exp2(rng.integers(-30, 31, (5, 12, 40)))
     B = rng.standard_normal((5, 40, 9)) * np.exp2(rng.integers(-30, 31, (5, 40, 9)))
@@ -285,11 +286,11 @@ def test_floor_gemm_in_fp32_where_exact_and_the_decisions_do_not_see_it(k, rng):
     """``G`` is FP32 where ``k (2**r - 1)**2 <= 2**24`` (k = 40), FP64 beyond
     (k = 2**17: r = 4); either way the exact integer product of the floors, and
     the certificate and shifts from an FP32 ``G`` are those from its FP64 copy."""
-    from ozaki import decisions
-    from ozaki.backend import Operand, get_backend
-    from ozaki.engines import get_engine
-    from ozaki.pipeline import Prepared
-    from ozaki.scaling import quantization_bits
+    from ozaki.core import decisions
+    from ozaki.backends.cpu.backend import Operand, get_backend
+    from ozaki.backends.engines import get_engine
+    from ozaki.core.pipeline import Prepared
+    from ozaki.core.scaling import quantization_bits
     be = get_backend()
     A = rng.standard_normal((2, 6, k)) * np.exp2(rng.integers(-20, 21, (2, 6, k)))
     B = rng.standard_normal((2, k, 5)) * np.exp2(rng.integers(-20, 21, (2, k, 5)))

@@ -1,4 +1,4 @@
-"""The small-product path (ozaki.compensated): Dot2, certified entry by entry, and its rule."""
+"""The small-product path (ozaki.core.compensated): Dot2, certified entry by entry, and its rule."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, strategies as st
 
 import ozaki
-from ozaki import compensated, parallel
-from ozaki.exactdot import exact_matmul
+from ozaki.core import compensated
+from ozaki.backends.cpu import parallel
+from ozaki.backends.cpu.exactdot import exact_matmul
 
 pytestmark = pytest.mark.compensated
 
@@ -120,11 +121,11 @@ def test_underflowing_products_follow_the_fallback_policy():
     kept, info0 = ozaki.dgemm(A, B, fallback="none", bounds=True)
     assert info0.uncertified == 20 and info0.fallback == "none" and info0.exact_entries == 0
     assert np.isinf(info0.error_bound).all()  # Dot2's values, without a bound
-    with pytest.raises(ozaki.certify.CertificationError, match="20 entries of a small "
+    with pytest.raises(ozaki.core.certify.CertificationError, match="20 entries of a small "
                        "product cannot be certified .* the first is C\\[0, 0\\]"):
         ozaki.dgemm(A, B, fallback="raise")
     S = np.stack([np.ones((4, 2)), A])  # a stack: the slice is named
-    with pytest.raises(ozaki.certify.CertificationError, match="the first is C\\[1, 0, 0\\]"):
+    with pytest.raises(ozaki.core.certify.CertificationError, match="the first is C\\[1, 0, 0\\]"):
         ozaki.matmul(S, B, fallback="raise")
 
 
@@ -206,8 +207,8 @@ def test_modes_and_schemes_give_the_same_bits(rng):
 
 
 def test_the_rule_reads_shape_and_options_only(rng, monkeypatch):
-    opts = ozaki.calls.options("auto", "auto", "accurate", "auto", None, False)
-    explicit = ozaki.calls.options("auto", 6, "accurate", "auto", None, False)
+    opts = ozaki.api.calls.options("auto", "auto", "accurate", "auto", None, False)
+    explicit = ozaki.api.calls.options("auto", 6, "accurate", "auto", None, False)
     W = compensated.SMALL_WORK
     assert compensated.applies(opts, False, 256, 256, 256, False) == (256 ** 3 <= W)
     assert compensated.applies(opts, False, 1, W, 1, False)

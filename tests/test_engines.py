@@ -8,8 +8,8 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 import ozaki
-from ozaki import parallel
-from ozaki.engines import BlasEngine, Engine, FP8Engine, Int8Engine, get_engine
+from ozaki.backends.cpu import parallel
+from ozaki.backends.engines import BlasEngine, Engine, FP8Engine, Int8Engine, get_engine
 from validation.reference import test_matrix
 
 
@@ -172,7 +172,7 @@ def test_blas_fp32_path_in_tiles_is_exact_into_strided_out(rng, xs, ys, monkeypa
     """The FP32 path runs a tile of the product at a time (small tiles here, so that
     batches, rows and columns are all cut) and converts each into ``out``, which
     may be a strided view; the result is the exact integer product."""
-    import ozaki.engines as engines
+    import ozaki.backends.engines as engines
     tiles = engines._tiles
     monkeypatch.setattr(engines, "_tiles", lambda shape, size: tiles(shape, 4096))
     eng = BlasEngine()
@@ -227,9 +227,9 @@ def test_exact_gemms_fp8_digits_on_the_fp8_engine(rng):
 def test_product_bound_holds_on_extreme_residues(scheme, rng):
     """``product_bound`` bounds every modular product, k-blocked or not; with it
     the fp64 primes' products up to k = 2048 take the one-step reduction."""
-    from ozaki.backend import get_backend
-    from ozaki.moduli import MODULI, half_range
-    from ozaki.products import modular_product, product_bound, product_kblock
+    from ozaki.backends.cpu.backend import get_backend
+    from ozaki.core.moduli import MODULI, half_range
+    from ozaki.core.products import modular_product, product_bound, product_kblock
     backend = get_backend()
     for eng in ENGINES[scheme]:
         for p in MODULI[scheme][:: 5]:
@@ -262,7 +262,7 @@ def test_backend_splits_wide_exact_products_over_threads(threads, xs, ys, dtype,
     thread count is restored."""
     from threadpoolctl import threadpool_info
 
-    from ozaki.backend import CPUBackend
+    from ozaki.backends.cpu.backend import CPUBackend
     be = CPUBackend()
     monkeypatch.setattr(be, "split_gemm_above", 1000)
     monkeypatch.setattr(be, "pass_threads", lambda: threads)

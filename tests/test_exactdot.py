@@ -1,4 +1,4 @@
-"""Exactly rounded dot products (ozaki.exactdot), checked against exact rationals."""
+"""Exactly rounded dot products (ozaki.backends.cpu.exactdot), checked against exact rationals."""
 
 import math
 import sys
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from ozaki import exactdot, parallel
-from ozaki.exactdot import CARRY_PERIOD, dot_rows_cols, exact_block, exact_matmul
+from ozaki.backends.cpu import exactdot, parallel
+from ozaki.backends.cpu.exactdot import CARRY_PERIOD, dot_rows_cols, exact_block, exact_matmul
 
 finite = st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=True)
 TINY = 5e-324  # 2**-1074

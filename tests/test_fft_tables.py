@@ -200,7 +200,7 @@ def test_plan_arguments(rng):
         fft.Plan(8, mode="exact")
     with pytest.raises(ValueError, match="num_moduli"):
         fft.Plan(8, num_moduli=99)
-    eng = ozaki.engines.get_engine("cpu-blas", "fp64")  # an Engine object, as dgemm takes
+    eng = ozaki.backends.engines.get_engine("cpu-blas", "fp64")  # an Engine object, as dgemm takes
     assert np.array_equal(fft.fft(np.arange(8.0), plan=fft.Plan(8, engine=eng)),
                           fft.fft(np.arange(8.0)))
 

@@ -110,7 +110,7 @@ SETS = {"emulated": emulated, "compensated": compensated, "transforms": transfor
 
 
 def _compute() -> dict[str, dict[str, str]]:
-    from ozaki import compensated as path
+    from ozaki.core import compensated as path
     saved = path.SMALL_WORK
     try:
         path.SMALL_WORK = 0
@@ -125,7 +125,7 @@ def _compute() -> dict[str, dict[str, str]]:
 
 @pytest.mark.parametrize("name", list(SETS))
 def test_results_match_the_golden_digests(name, monkeypatch):
-    from ozaki import compensated as path
+    from ozaki.core import compensated as path
     if name in ("compensated", "factorisations"):
         monkeypatch.setattr(path, "SMALL_WORK", 2 ** 24)  # the real threshold
     want = json.loads(GOLDEN.read_text())[name]

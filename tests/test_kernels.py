@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from ozaki import kernels, lines, reconstruct
-from ozaki.backend import get_backend, modular_constants, pow2mod
-from ozaki.moduli import MODULI, crt_plan, half_range
-from ozaki.products import karatsuba_digits, square_digits
+from ozaki.backends.cpu import kernels, lines, reconstruct
+from ozaki.backends.cpu.backend import get_backend, modular_constants, pow2mod
+from ozaki.core.moduli import MODULI, crt_plan, half_range
+from ozaki.core.products import karatsuba_digits, square_digits
 
 ALL_MODULI = sorted({p for ms in MODULI.values() for p in ms})
 finite = st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=True)
@@ -67,7 +67,7 @@ def test_quantize_down_is_the_exact_floor(xs, r):
 
 @given(st.lists(finite.filter(lambda v: v != 0), min_size=1, max_size=8))
 def test_absmax_bits_and_exponents(xs):
-    from ozaki.scaling import exponents
+    from ozaki.core.scaling import exponents
     X = np.array([[xs + [np.inf, 0.0]]])
     best, bad, nnz = (a[0] for a in lines.absmax_bits(X.view(np.int64), 0))
     assert bad[0] and nnz[0] == len(xs)
@@ -99,7 +99,7 @@ def test_line_norms_are_the_line_stats_and_norm_sums_in_one_pass(b, r, c, h, see
     """One read of each line gives the bits of :func:`absmax_bits` and of
     :func:`norm_sums` at ``h - E`` (0 on all-zero lines), rows and columns,
     with zero lines, non-finite and subnormal entries, and several column chunks."""
-    from ozaki.scaling import exponents
+    from ozaki.core.scaling import exponents
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((b, r, c)) * np.exp2(rng.integers(-1070, 1000, (b, r, c)))
     X[rng.random((b, r, c)) < 0.2] = 0.0
@@ -123,7 +123,7 @@ def test_line_floors_are_the_line_stats_and_floors_in_one_pass(b, r, c, q, seed)
     """One read of each line gives the bits of :func:`absmax_bits` and the floors
     and sums of :func:`quantize_down` at the accurate quantisers ``q - E``, rows
     and columns, with zero lines, non-finite and subnormal entries."""
-    from ozaki.scaling import accurate_quantizers, exponents
+    from ozaki.core.scaling import accurate_quantizers, exponents
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((b, r, c)) * np.exp2(rng.integers(-1070, 1000, (b, r, c)))
     X[rng.random((b, r, c)) < 0.2] = 0.0
@@ -222,7 +222,7 @@ def test_reconstruct_column_blocks_with_c0_give_the_whole_bits(num_moduli, rng):
 @pytest.mark.parametrize("scheme,num_moduli", [("fp64", n) for n in (1, 2, 4, 6, 8, 9)]
                          + [("int8", 5), ("fp8", 7)])
 def test_serial_crt_kernels_give_the_bits_of_the_parallel_pass(scheme, num_moduli, rng):
-    """The serial kernels (:func:`ozaki.reconstruct.serial_kernel`: specialised for
+    """The serial kernels (:func:`ozaki.backends.cpu.reconstruct.serial_kernel`: specialised for
     short exact products up to ``FUSED_MAX`` moduli, generic otherwise) == the
     parallel pass, bit for bit:
     residues and exact products (both reductions), column blocks, shifts that make

@@ -11,7 +11,7 @@ from threadpoolctl import threadpool_limits
 
 import ozaki
 import ozaki.linalg
-import ozaki.parallel
+import ozaki.backends.cpu.parallel
 from ozaki import linalg as ol
 
 U = 2.0 ** -53
@@ -239,7 +239,7 @@ def test_bits_independent_of_threads(rng, options):
         return _bits(lu_, piv, x, c)
 
     default = run()
-    with ozaki.parallel.limit(1), threadpool_limits(1):
+    with ozaki.backends.cpu.parallel.limit(1), threadpool_limits(1):
         single = run()
     assert default == single
 
@@ -251,7 +251,7 @@ def test_bits_independent_of_threads_small_product_path(rng):
     lu_, piv, info = ol.lu_factor(A, block_size=64, return_info=True)
     assert info.compensated_products > 0 and info.emulated_products == 0
     x = ol.lu_solve((lu_, piv), b, block_size=64)
-    with ozaki.parallel.limit(1), threadpool_limits(1):
+    with ozaki.backends.cpu.parallel.limit(1), threadpool_limits(1):
         lu1, piv1 = ol.lu_factor(A, block_size=64)
         x1 = ol.lu_solve((lu1, piv1), b, block_size=64)
     assert _bits(lu_, piv, x) == _bits(lu1, piv1, x1)

@@ -1,4 +1,4 @@
-"""The moduli tables and the CRT constants: every exactness claim of ozaki.moduli."""
+"""The moduli tables and the CRT constants: every exactness claim of ozaki.core.moduli."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import sympy
 
-from ozaki.moduli import (ETA, MODULI, SCHEMES, auto_num_moduli, crt_plan, fp64_kblock,
+from ozaki.core.moduli import (ETA, MODULI, SCHEMES, auto_num_moduli, crt_plan, fp64_kblock,
                           half_range)
 
 

@@ -1,4 +1,4 @@
-"""The passes' threads (ozaki.parallel): fork, spawn and concurrent callers give the same bits."""
+"""The passes' threads (ozaki.backends.cpu.parallel): fork, spawn and concurrent callers give the same bits."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import scipy.fft
 
 import fft
 import ozaki
-from ozaki import parallel
+from ozaki.backends.cpu import parallel
 
 #: Seconds a pool may take before the test fails (a worker that aborted leaves the
 #: Pool waiting forever: the timeout turns that hang into a failure).

@@ -7,7 +7,7 @@
   bounds, BLAS semantics, special values, engines, the GEMM count.
 * ``ozaki.prepare``: prepared operands give the bits of unprepared calls.
 * Partitions: column blocks and k-pieces decide as the whole does
-  (:mod:`ozaki.decisions`), and :func:`ozaki.pipeline.emulate` given the whole's
+  (:mod:`ozaki.core.decisions`), and :func:`ozaki.core.pipeline.emulate` given the whole's
   decision restricted to a column block gives the whole's bits.
 """
 
@@ -19,11 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ozaki
-from ozaki import decisions
-from ozaki.arguments import policy_for, resolve
-from ozaki.backend import Operand, get_backend
-from ozaki.moduli import auto_num_moduli
-from ozaki.pipeline import Options, Prepared, decide, emulate
+from ozaki.core import decisions
+from ozaki.api.arguments import policy_for, resolve
+from ozaki.backends.cpu.backend import Operand, get_backend
+from ozaki.core.moduli import auto_num_moduli
+from ozaki.core.pipeline import Options, Prepared, decide, emulate
 from validation.reference import fraction_matmul, test_matrix
 
 U = Fraction(1, 2 ** 53)
@@ -804,7 +804,7 @@ def test_accurate_decision_from_column_blocks(case, count, rng):
                                                    pw.lines, pbw.lines, scheme, k)
     assert np.array_equal(bd.G, ref_bd.G) and np.array_equal(bd.cF, ref_bd.cF)
     assert np.array_equal(f, ref_f) and np.array_equal(e, ref_e)
-    from ozaki.pipeline import slice_operands
+    from ozaki.core.pipeline import slice_operands
     got = decisions.decide_accurate(opts.backend, bd, e, f, pa.lines, lb, b, scheme, k, count,
                                     opts.policy, True,
                                     lambda g: slice_operands(pa, pb, g, False),
@@ -861,7 +861,7 @@ def test_k_pieces_combine_to_the_whole_decision(case, scheme, count, rng):
         assert bd.G.dtype == np.float64 and ref_bd.G.dtype == np.float32
         assert np.array_equal(bd.G, ref_bd.G)
         # 3. the same decision (the refinement reads the whole slices: see the report)
-        from ozaki.pipeline import slice_operands
+        from ozaki.core.pipeline import slice_operands
         got = decisions.decide_accurate(opts.backend, bd, e0, f0, la, lb, b, scheme, k, count,
                                         opts.policy, True,
                                         lambda g: slice_operands(pa, pb, g, False),
@@ -873,7 +873,7 @@ def test_k_pieces_combine_to_the_whole_decision(case, scheme, count, rng):
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("count", ["auto", 8])
 def test_k_pieces_combine_to_the_whole_fast_decision(case, scheme, count, rng):
-    from ozaki import scaling
+    from ozaki.core import scaling
     A, B, opts, pa, pb, whole = _whole_call(case, scheme, "fast", count, rng)
     b, k = A.shape[0], A.shape[2]
     h = scaling.norm_bits(k)
@@ -917,7 +917,7 @@ def test_bad_input(rng):
 
 def test_chunked_stacks_keep_the_bits_of_each_slice(rng, monkeypatch):
     # a stack that goes through the moduli in several chunks gives each slice's bits
-    import ozaki.pipeline as pipeline
+    import ozaki.core.pipeline as pipeline
     A = rng.standard_normal((7, 5, 12))
     B = rng.standard_normal((7, 12, 4))
     whole = {mode: ozaki.matmul(A, B, mode=mode) for mode in ("accurate", "fast")}
@@ -936,7 +936,7 @@ def test_chunked_stacks_keep_the_bits_of_each_slice(rng, monkeypatch):
 def test_column_blocks_of_a_wide_product_keep_its_bits(rng, monkeypatch, order):
     # a single product with a small A runs through the moduli a block of B's columns
     # at a time (A's planes formed once); the bits are those of one whole pass
-    import ozaki.pipeline as pipeline
+    import ozaki.core.pipeline as pipeline
     A = test_matrix(6, 9, 2.0, rng)
     B = np.asarray(test_matrix(9, 2000, 2.0, rng), order=order)
     B[3, 1500] = np.inf  # special values and fallback entries in later blocks
@@ -959,7 +959,7 @@ def test_column_blocks_of_a_wide_product_keep_its_bits(rng, monkeypatch, order):
 
 
 def test_wide_products_are_cut_into_column_blocks_only_when_A_is_small():
-    import ozaki.pipeline as pipeline
+    import ozaki.core.pipeline as pipeline
     assert pipeline.column_block(None, 64, 64, 2 ** 20, 6) < 2 ** 20
     assert pipeline.column_block(None, 64, 64, 2 ** 20, 6) % 512 == 0
     assert pipeline.column_block(None, 4096, 4096, 4096, 6) == 4096  # A's planes too big
@@ -1014,8 +1014,8 @@ def test_pieces_on_worker_threads_keep_the_bits(rng, monkeypatch):
     # BLAS thread; the bits are those of the pieces run one after the other
     import threadpoolctl
 
-    import ozaki.pieces as pieces
-    import ozaki.pipeline as pipeline
+    import ozaki.core.pieces as pieces
+    import ozaki.core.pipeline as pipeline
     for module in (pipeline, pieces):  # 4 slices a chunk; 512-column blocks of the wide case
         monkeypatch.setattr(module, "CHUNK_BYTES", 8 * 3 * 64 * 4)
     cases = [(rng.standard_normal((13, 8, 8)), rng.standard_normal((13, 8, 8))),

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ozaki
-from ozaki.engines import BlasEngine, FP8Engine, Int8Engine
+from ozaki.backends.engines import BlasEngine, FP8Engine, Int8Engine
 
 
 def bits(C):
@@ -155,14 +155,14 @@ def test_malformed_workspace_limit_is_a_clear_error_at_use_not_at_import():
     out = _run(code, {"OZAKI_WORKSPACE_LIMIT": "8GB"})
     assert "OZAKI_WORKSPACE_LIMIT must be a non-negative integer number of bytes" in out.stdout
     assert "'8GB'" in out.stdout
-    out = _run("import numpy as np, ozaki; from ozaki.workspace import workspace_limit; "
+    out = _run("import numpy as np, ozaki; from ozaki.core.workspace import workspace_limit; "
                "print(workspace_limit())", {"OZAKI_WORKSPACE_LIMIT": "4096"})
     assert out.stdout.strip() == "4096"
 
 
 def test_cached_tables_are_read_only():
-    from ozaki.moduli import crt_plan
-    from ozaki.backend import pow2mod
+    from ozaki.core.moduli import crt_plan
+    from ozaki.backends.cpu.backend import pow2mod
     plan = crt_plan("int8", 16)
     for table in (plan.weights, plan.p_levels, pow2mod(251)):
         assert not table.flags.writeable
@@ -283,7 +283,7 @@ def test_fallback_entries_are_exactly_rounded(rng):
 def test_fallback_results_do_not_depend_on_thread_counts(rng):
     from threadpoolctl import threadpool_limits
 
-    from ozaki import parallel
+    from ozaki.backends.cpu import parallel
     from validation.reference import test_matrix
     A, B = test_matrix(40, 300, 4.0, rng), test_matrix(300, 30, 4.0, rng)
     A[3, :5] = [1e308, -1e308, 1e308, 7.0, 1e-300]  # overflow guard and fallback

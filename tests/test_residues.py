@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from ozaki import residues
-from ozaki.backend import Operand, get_backend
-from ozaki.moduli import MODULI
-from ozaki.scaling import exponents
+from ozaki.backends.cpu import residues
+from ozaki.backends.cpu.backend import Operand, get_backend
+from ozaki.core.moduli import MODULI
+from ozaki.core.scaling import exponents
 from test_kernels import sym, trunc_scaled  # the exact references, Python integers
 
 ALL_MODULI = sorted({p for ms in MODULI.values() for p in ms})

@@ -95,7 +95,7 @@ def test_predict_gemm_structure(quick_profile):
 def test_gemm_paths_follow_the_fp32_bound():
     from tme_model.profile import gemm_paths
 
-    from ozaki.moduli import MODULI
+    from ozaki.core.moduli import MODULI
 
     # int8 moduli have |r| <= 128: k 128**2 <= 2**24 for k <= 1024, and per modulus above
     assert gemm_paths("int8", 16, "fast", 1024, "cpu-blas") == [(1024, True)] * 16

@@ -222,9 +222,9 @@ def test_moduli_counts_for_fp64_grade():
 def test_scheme_facts_are_ozakis(scheme):
     """Counts, GEMMs per modulus and names come from ozaki, not from tables of our own."""
     import ozaki
-    from ozaki.engines import ENGINES
-    from ozaki.moduli import MODULI
-    from ozaki.products import gemms_per_modulus
+    from ozaki.backends.engines import ENGINES
+    from ozaki.core.moduli import MODULI
+    from ozaki.core.products import gemms_per_modulus
 
     assert set(schemes.SCHEMES) <= set(ozaki.SCHEMES) and set(schemes.MODES) == set(ozaki.MODES)
     assert set(schemes.UNIT_ENGINES) == set(ozaki.SCHEMES)

@@ -200,7 +200,7 @@ def plan_stages(plan, width: int, real_in: bool = False, real_out: bool = False,
 def _resolved(plan) -> tuple[str, str, str]:
     if plan.options.native:
         return "", "", ""
-    from ozaki.engines import get_engine
+    from ozaki.backends.engines import get_engine
 
     o = plan.options
     eng = get_engine(o.engine, o.scheme)

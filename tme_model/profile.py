@@ -306,11 +306,11 @@ def gemm_paths(scheme: str, moduli: int, mode: str, k: int, engine: str) -> list
     -------
     list of (int, bool)
         Per exact block: its inner length and whether it runs on the engine's FP32 path,
-        from :func:`ozaki.exact_gemms`, :meth:`ozaki.engines.Engine.blocks`
-        and :meth:`~ozaki.engines.Engine.fp32`.
+        from :func:`ozaki.exact_gemms`, :meth:`ozaki.backends.engines.Engine.blocks`
+        and :meth:`~ozaki.backends.engines.Engine.fp32`.
     """
     from ozaki import exact_gemms
-    from ozaki.engines import ENGINES
+    from ozaki.backends.engines import ENGINES
 
     if engine not in ENGINES:
         raise TMEError(f"engine {engine!r} is not an ozaki engine; known: {', '.join(ENGINES)}")

@@ -17,7 +17,7 @@ the functions, so that ``import tme_model`` does not load ``ozaki``; :doc:`archi
 
   (accurate mode adds one exact GEMM on quantised magnitudes to bound the product; each
   FP8 modulus needs three digit GEMMs);
-* GEMMs per modulus on any engine: :func:`ozaki.products.gemms_per_modulus`;
+* GEMMs per modulus on any engine: :func:`ozaki.core.products.gemms_per_modulus`;
 * the moduli count of the ``"2x-native"`` grade: :func:`ozaki.auto_num_moduli`, the count
   ``ozaki.dgemm(num_moduli="auto")`` starts from.
 """
@@ -136,12 +136,12 @@ def gemms_per_modulus(scheme: str, engine: str | None = None) -> int:
     Returns
     -------
     int
-        :func:`ozaki.products.gemms_per_modulus`, the same for every modulus of the
+        :func:`ozaki.core.products.gemms_per_modulus`, the same for every modulus of the
         scheme: 3 where residues are split into FP8 digits, else 1.
     """
-    from ozaki.engines import ENGINES
-    from ozaki.moduli import MODULI
-    from ozaki.products import gemms_per_modulus as per_modulus
+    from ozaki.backends.engines import ENGINES
+    from ozaki.core.moduli import MODULI
+    from ozaki.core.products import gemms_per_modulus as per_modulus
 
     if scheme not in MODULI:
         raise ValueError(f"scheme must be one of {', '.join(MODULI)}, got {scheme!r}")

@@ -35,7 +35,7 @@ try:
     from tqdm import tqdm
 
     import ozaki
-    from ozaki.moduli import MODULI
+    from ozaki.core.moduli import MODULI
 
     from . import families, plots, report, suite
 except ModuleNotFoundError as _exc:
@@ -81,12 +81,12 @@ def main(argv=None) -> int:
     ap.add_argument("--emulated", action="store_true",
                     help="run the emulation on the small products too (num_moduli='auto' "
                          "computes them by compensated dot products otherwise, "
-                         "ozaki.compensated)")
+                         "ozaki.core.compensated)")
     args = ap.parse_args(argv)
     if _MISSING is not None:
         ap.error(missing_extra("python -m validation", _MISSING))
     if args.emulated:  # this campaign's own process: no small-product path
-        from ozaki import compensated
+        from ozaki.core import compensated
         compensated.SMALL_WORK = 0
 
     cases = families.cases(args.quick)

@@ -28,8 +28,8 @@ import time
 import numpy as np
 
 import ozaki
-from ozaki.certify import CertificationError
-from ozaki.moduli import MODULI
+from ozaki.core.certify import CertificationError
+from ozaki.core.moduli import MODULI
 
 from .families import ALL, Case, build
 from .metrics import bound_stats, make_reference, summarize

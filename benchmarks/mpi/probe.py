@@ -10,7 +10,7 @@ so :func:`rank_rates` measures, on each rank while all ranks run the same probe
   :meth:`~tme_model.profile.Profile.native_gemm_s`;
 * with ``scheme``: ``products``, the exact modular products of ``shape`` on random
   residues, one per modulus, as the distributed SUMMA calls them
-  (:func:`ozaki.products.modular_product`), against ``gemm_s`` of
+  (:func:`ozaki.core.products.modular_product`), against ``gemm_s`` of
   :meth:`~tme_model.profile.Profile.predict_gemm`; and one serial ``ozaki.dgemm``
   (fast mode) of ``shape``, its passes against their terms of ``predict_gemm``:
   ``scaling``, ``residues``, ``reconstruction`` and ``passes`` (the three with the
@@ -114,10 +114,10 @@ def rank_rates(comm, profile, shape=(768, 768, 768), *, scheme: str | None = Non
     rates = {"gemm": profile.native_gemm_s(m, n, k) / sec["gemm"]}
     if scheme is not None:
         import ozaki
-        from ozaki.backend import get_backend
-        from ozaki.engines import get_engine
-        from ozaki.moduli import MODULI
-        from ozaki.products import modular_product
+        from ozaki.backends.cpu.backend import get_backend
+        from ozaki.backends.engines import get_engine
+        from ozaki.core.moduli import MODULI
+        from ozaki.core.products import modular_product
 
         moduli = MODULI[scheme][:int(num_moduli)]
         eng, backend = get_engine(engine or "auto", scheme), get_backend()

@@ -77,7 +77,7 @@ def run_case(comm, n: int, shape, panel: int, repeats: int, refs: dict, cores: i
     from mpi4py import MPI
 
     from ozaki import distributed as D
-    from ozaki.compensated import emulated_options
+    from ozaki.core.compensated import emulated_options
 
     grid = D.make_grid(shape, comm)
     root = comm.Get_rank() == 0

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import ozaki  # noqa: E402
-from ozaki.moduli import MODULI, auto_num_moduli  # noqa: E402
+from ozaki.core.moduli import MODULI, auto_num_moduli  # noqa: E402
 from validation.reference import componentwise_errors, exact_matmul, test_matrix  # noqa: E402
 from validation.report import rst_table  # noqa: E402
 

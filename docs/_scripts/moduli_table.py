@@ -1,8 +1,8 @@
-"""Generate ``docs/_generated/moduli_tables.rst`` from :mod:`ozaki.moduli`.
+"""Generate ``docs/_generated/moduli_tables.rst`` from :mod:`ozaki.core.moduli`.
 
 One table per scheme: the N-th modulus and, for the first N moduli, log2 P,
 rho = sum floor(p_i / 2), the bits per CRT level b and the level count L, as
-:func:`ozaki.moduli.crt_plan` builds them.
+:func:`ozaki.core.moduli.crt_plan` builds them.
 
 Usage (from the repository root)::
 
@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from ozaki.moduli import MODULI, MODULI_VERSION, auto_num_moduli, crt_plan  # noqa: E402
+from ozaki.core.moduli import MODULI, MODULI_VERSION, auto_num_moduli, crt_plan  # noqa: E402
 from validation.report import rst_table  # noqa: E402
 
 OUT = ROOT / "docs" / "_generated" / "moduli_tables.rst"

@@ -100,7 +100,7 @@ def _fingerprint(plan: Plan) -> tuple:
     o = plan.options
     if o.native:
         return plan.n, tuple(plan.radices), "native"
-    from ozaki.engines import get_engine
+    from ozaki.backends.engines import get_engine
     eng = get_engine(o.engine, o.scheme)
     return (plan.n, tuple(plan.radices), o.mode, eng.name,
             eng.preferred_scheme if o.scheme == "auto" else o.scheme,

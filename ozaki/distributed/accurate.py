@@ -1,6 +1,6 @@
 """Accurate-mode decisions of a block-distributed product (componentwise certificate).
 
-The serial decision (:func:`ozaki.decisions.decide_accurate`) runs on this rank's block
+The serial decision (:func:`ozaki.core.decisions.decide_accurate`) runs on this rank's block
 with a :class:`GridReduce`, which combines what it reads across the grid:
 
 =======================  ================================================  ===============
@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import decisions, scaling
-from ..certify import Whole
-from ..moduli import auto_num_moduli
-from ..pipeline import tie
+from ..core import decisions, scaling
+from ..core.certify import Whole
+from ..core.moduli import auto_num_moduli
+from ..core.pipeline import tie
 from .modular import embedded, owners
 from .traffic import allgather_blocks, allreduce, bcast
 
@@ -37,7 +37,7 @@ __all__ = ["GridReduce", "decide_accurate", "real_operands"]
 
 
 class GridReduce(Whole):
-    """:class:`ozaki.certify.Whole`'s reductions over a process grid."""
+    """:class:`ozaki.core.certify.Whole`'s reductions over a process grid."""
 
     def __init__(self, grid, shape, traffic):
         from mpi4py import MPI
@@ -84,7 +84,7 @@ def _floor_gemm(A, B, FA, FB, engine, r, width, complex_, tr):
     same rows of both halves of ``F_B``. The embedding's floor GEMM is then
     ``[FA FB | FA' FB]`` with ``FA' = [FAi | FAr]`` (its floors
     ``[[FBr, FBi], [FBi, FBr]]`` are never formed), as
-    :func:`ozaki.decisions.bound_data` computes it.
+    :func:`ozaki.core.decisions.bound_data` computes it.
     """
     grid = A.grid
     m, n, k = FA.shape[0], FB.shape[1], A.shape[1]
@@ -157,7 +157,7 @@ def decide_accurate(A, B, oa, ob, la, lb, opts, width, complex_, tr):
 def real_operands(Ar: np.ndarray, Bc: np.ndarray):
     """Full rows of ``A`` and columns of ``B`` as the serial call's real matrices
     (complex: ``[Ar, Ai]`` and ``[[Br, Bi], [-Bi, Br]]``, as
-    :func:`ozaki.pipeline.slice_operands` has them)."""
+    :func:`ozaki.core.pipeline.slice_operands` has them)."""
     if not np.iscomplexobj(Ar):
         return Ar, Bc
     Br, Bi = Bc.real, Bc.imag

@@ -1,9 +1,9 @@
 """``distributed.dgemm``: Ozaki Scheme II over SUMMA, bitwise equal to serial ``ozaki.dgemm``.
 
-The phases of :mod:`ozaki.pipeline`, with collectives between them:
+The phases of :mod:`ozaki.core.pipeline`, with collectives between them:
 
 1. **Decisions from exact data.** Each rank forms the line data of its blocks
-   (:class:`ozaki.decisions.Lines`: MAX of the exponents, OR of the non-finite flags,
+   (:class:`ozaki.core.decisions.Lines`: MAX of the exponents, OR of the non-finite flags,
    SUM of the nonzeros) and reduces them along its process row (rows of ``A``) and
    column (columns of ``B``). *Fast mode*: the norm sums (exact int64 SUMs) at the
    exponents of the whole lines; the per-line data of all rows and columns, O(m + n),
@@ -36,13 +36,13 @@ import time
 
 import numpy as np
 
-from .. import compensated
-from .. import fallback as _fallback
-from ..backend import Operand
-from ..certify import CertificationError, explain
-from ..info import OzakiInfo
-from ..moduli import MODULI
-from ..products import gemms_per_modulus
+from ..core import compensated
+from ..core import fallback as _fallback
+from ..backends.cpu.backend import Operand
+from ..core.certify import CertificationError, explain
+from ..core.info import OzakiInfo
+from ..core.moduli import MODULI
+from ..core.products import gemms_per_modulus
 from .accurate import decide_accurate, real_operands
 from .fast import decide_fast, line_data, norm_data
 from .layout import DistributedMatrix, agree
@@ -77,7 +77,7 @@ def _check(A, B, options: dict, complex_: bool, MPI):
         panel = options["panel"]
         if isinstance(panel, bool) or not isinstance(panel, (int, np.integer)) or panel < 1:
             raise ValueError(f"panel must be a positive integer, got {panel!r}")
-        from ..calls import options as resolve
+        from ..api.calls import options as resolve
         resolved["opts"] = resolve(*(options[k] for k in ("scheme", "num_moduli", "mode",
                                                           "engine", "fallback", "bounds")))
         return (tuple(A.shape), tuple(B.shape), (A.grid.P, A.grid.Q), (B.grid.P, B.grid.Q),
@@ -165,7 +165,7 @@ def _product(A, B, grid, shape, opts, panel, return_info, bounds, complex_, MPI)
     (m0, m1), (n0, n1) = A.rows, B.cols
     tr = Traffic()
     if M == 0 or N == 0 or K == 0:
-        from ..calls import empty_product
+        from ..api.calls import empty_product
         C, info = empty_product(opts, 1, m1 - m0, n1 - n0, K, complex_)
         if info.error_bound is not None:
             info.error_bound = info.error_bound[0]
@@ -221,10 +221,10 @@ def _product(A, B, grid, shape, opts, panel, return_info, bounds, complex_, MPI)
 
 
 def _compensated(A, B, grid, shape, opts, return_info, bounds, complex_, MPI, tr):
-    """A small product (:mod:`ozaki.compensated`): each rank gathers its full rows of
+    """A small product (:mod:`ozaki.core.compensated`): each rank gathers its full rows of
     ``A`` and columns of ``B`` and computes its block as the serial call does (each
     entry depends on its row and column alone); the counts are totals over the grid."""
-    from ..calls import compensated_product, parts_bound
+    from ..api.calls import compensated_product, parts_bound
     t0 = time.perf_counter()
     Ar = allgather_blocks(grid.row, A.local, 1, tr, "panels")
     Bc = allgather_blocks(grid.col, B.local, 0, tr, "panels")

@@ -2,7 +2,7 @@
 
 The line data and norm sums are exact (MAX, OR, SUM over k); the per-line data of
 all rows and columns, O(m + n), is gathered to every rank, which runs the serial
-decision (:func:`ozaki.decisions.decide_fast`) on it, so every rank holds the whole
+decision (:func:`ozaki.core.decisions.decide_fast`) on it, so every rank holds the whole
 product's count and shifts. Only the per-entry certificate of a block (when the
 separable one fails, or bounds are wanted) is local; its failure count is an exact
 SUM and its largest ratio a MAX over the grid.
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import decisions, scaling
-from ..backend import Operand
-from ..certify import Normwise, normwise_entries
-from ..moduli import auto_num_moduli, plan_terms
+from ..core import decisions, scaling
+from ..backends.cpu.backend import Operand
+from ..core.certify import Normwise, normwise_entries
+from ..core.moduli import auto_num_moduli, plan_terms
 from .traffic import allgather, allreduce
 
 __all__ = ["line_data", "norm_data", "decide_fast"]

@@ -157,7 +157,7 @@ def scatter(A: Any, grid: Grid, root: int = 0, shape: tuple[int, int] | None = N
     comm = grid.comm
     error = None
     if comm.Get_rank() == root:
-        from ..arguments import operand
+        from ..api.arguments import operand
         try:
             A = np.ascontiguousarray(operand(A, "A"))  # float64 or complex128
             shape = A.shape

@@ -17,11 +17,11 @@ import time
 
 import numpy as np
 
-from ..backend import Operand
-from ..moduli import MODULI, crt_plan
-from ..pipeline import residue_dtype
-from ..products import complex_product, modular_product
-from ..residues import fits_split
+from ..backends.cpu.backend import Operand
+from ..core.moduli import MODULI, crt_plan
+from ..core.pipeline import residue_dtype
+from ..core.products import complex_product, modular_product
+from ..backends.cpu.residues import fits_split
 from .layout import bounds
 from .traffic import bcast
 

@@ -36,7 +36,7 @@ def product_options(routine: str, options: dict) -> dict:
         if key not in PRODUCT_OPTIONS:
             raise TypeError(f"{routine}() got an unexpected keyword argument {key!r} "
                             f"(product options are {', '.join(PRODUCT_OPTIONS)})")
-    from ..calls import options as resolve_options
+    from ..api.calls import options as resolve_options
     opts = dict(options)
     resolve_options(opts.get("scheme", "auto"), opts.get("num_moduli", "auto"),
                     opts.get("mode", "accurate"), opts.get("engine", "auto"),

@@ -90,7 +90,7 @@ class Recorder:
         One :func:`ozaki.gemm` call, ``fl(C - X)`` with ``X`` the FP64-grade
         product, whose bits depend only on ``A``, ``B`` and the options.
         """
-        from ..front import gemm
+        from ..api.front import gemm
         t = time.perf_counter()
         X, inf = gemm(A, B, C, alpha=-1.0, beta=1.0, trans_b="T" if trans_b else "N",
                       return_info=True, **self.info.options)

@@ -8,7 +8,8 @@ import numpy as np
 from mpi4py import MPI
 
 import ozaki
-from ozaki import compensated, distributed
+from ozaki.core import compensated
+from ozaki import distributed
 from mpi_checks import same, raises
 
 world = MPI.COMM_WORLD
@@ -95,7 +96,7 @@ for mode in ("accurate", "fast"):
     case("compensated tiny kept", T, B, (2, 2), mode=mode, fallback="none", bounds=True)
     grid = distributed.make_grid((2, 2), world)
     dT, dB = (distributed.scatter(X if rank == 0 else None, grid) for X in (T, B))
-    raises(ozaki.certify.CertificationError, "the first is C[2, 0]",
+    raises(ozaki.core.certify.CertificationError, "the first is C[2, 0]",
            lambda: distributed.dgemm(dT, dB, fallback="raise", mode=mode))
     case("compensated empty", A[:, :0], B[:0], (2, 2), mode=mode)
 _, info = ozaki.dgemm(A, B, return_info=True)

@@ -4,7 +4,8 @@ import numpy as np
 from mpi4py import MPI
 
 import ozaki
-from ozaki import compensated, distributed
+from ozaki.core import compensated
+from ozaki import distributed
 from mpi_checks import same
 
 world = MPI.COMM_WORLD

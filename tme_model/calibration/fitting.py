@@ -78,7 +78,7 @@ def fit_rate(shapes: Sequence[tuple[int, int, int]], seconds: Sequence[float]) -
 
 def _engine_rates(res: dict, plan: Plan, statistic: str) -> tuple[dict, dict, dict]:
     """Rates and size efficiencies of the exact-GEMM engines, and their raw summaries."""
-    from ozaki.engines import ENGINES
+    from ozaki.backends.engines import ENGINES
 
     schemes, modes, _ = ozaki_names()
     lowp: dict[str, dict[str, float]] = {}

@@ -129,7 +129,7 @@ def _stream_kernels():
 def _emulated(A, B, scheme: str) -> dict:
     """The emulation's options at this shape (the model is of the emulation: a small
     product would take ozaki's small-product path with ``num_moduli="auto"``)."""
-    from ozaki.compensated import emulated_options
+    from ozaki.core.compensated import emulated_options
     return emulated_options(scheme, A.shape[0], A.shape[1], B.shape[1])
 
 
@@ -225,7 +225,7 @@ def calibration_tasks(run: Runner, sizes: Sequence[int], sim_sizes: Sequence[int
         For :func:`~.fitting.fit_calibration`.
     """
     import ozaki
-    from ozaki.engines import ENGINES
+    from ozaki.backends.engines import ENGINES
 
     from ..schemes import gemms_per_modulus
 

@@ -38,7 +38,7 @@ class OzakiInfo:
     bound_kind : str
         ``"componentwise"`` (accurate mode: ``u |AB| + u |A||B|`` per entry) or
         ``"normwise"`` (fast mode: ``u |AB| + u ||a_i||_2 ||b_j||_2``), see
-        :mod:`ozaki.certify`.
+        :mod:`ozaki.core.certify`.
     max_bound_ratio : float
         Largest ratio of the certified error bound to the target over the
         entries: at most 1 when every entry is certified.
@@ -50,7 +50,7 @@ class OzakiInfo:
         GEMMs).
     fallback : str
         What was done about them: ``"none"`` (values kept), ``"exact"``
-        (recomputed by the exactly rounded dot product, :mod:`ozaki.fallback`).
+        (recomputed by the exactly rounded dot product, :mod:`ozaki.core.fallback`).
     fallback_entries : int
         Uncertified entries replaced by exactly rounded values.
     fallback_block : tuple of int
@@ -60,11 +60,11 @@ class OzakiInfo:
         those the overflow guard recomputes (``(|A||B|)_ij`` near ``2**1023``).
     refined_block : tuple of int
         ``(rows, columns)`` of the block whose bound was refined with two exact
-        FP64 GEMMs (counted in ``gemms``), see :class:`ozaki.certify.Refinement`.
+        FP64 GEMMs (counted in ``gemms``), see :class:`ozaki.core.certify.Refinement`.
     path : str
         ``"emulated"`` (Ozaki Scheme II), or ``"compensated"``: a small product
         with ``num_moduli="auto"`` computed entry by entry by compensated dot
-        products (:mod:`ozaki.compensated`; ``num_moduli`` and ``gemms`` are 0,
+        products (:mod:`ozaki.core.compensated`; ``num_moduli`` and ``gemms`` are 0,
         ``exact_entries`` counts the entries that took the exactly rounded dot
         product instead).
     traffic : ozaki.distributed.traffic.Traffic or None

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .engines import Engine, get_engine
-from .moduli import MIN_MODULI, SCHEMES, max_moduli
+from ..backends.engines import Engine, get_engine
+from ..core.moduli import MIN_MODULI, SCHEMES, max_moduli
 
 __all__ = ["MODES", "FALLBACKS", "operand", "transpose_flag", "scalar", "check_choice",
            "resolve", "policy_for"]
@@ -170,7 +170,7 @@ def check_choice(value, name: str, choices) -> None:
 def resolve(scheme, num_moduli, mode, engine) -> tuple[str, int | str, str, Engine]:
     """Check and resolve ``scheme``, ``num_moduli``, ``mode`` and ``engine``.
 
-    ``scheme="auto"`` is the engine's :attr:`~ozaki.engines.Engine.preferred_scheme`.
+    ``scheme="auto"`` is the engine's :attr:`~ozaki.backends.engines.Engine.preferred_scheme`.
     """
     check_choice(scheme, "scheme", ("auto",) + SCHEMES)
     check_choice(mode, "mode", MODES)

@@ -105,7 +105,7 @@ def workspace_bytes(m: int, n: int, k: int, *, scheme: str = "fp64",
     columns and needs only a block's share. Simulation engines and k-blocking
     add their own temporaries.
     """
-    from .arguments import resolve
+    from ..api.arguments import resolve
     from .moduli import MODULI, auto_num_moduli
     from .pieces import column_block, piece_bytes
     from .pipeline import residue_dtype

@@ -1,13 +1,13 @@
 """Step 1's passes over the operands: line maxima, norm sums and floors, compiled.
 
-The exact per-line data of an operand (:class:`ozaki.decisions.Lines`, the
-fast mode's :class:`ozaki.decisions.Norms`, the accurate mode's floors) come
+The exact per-line data of an operand (:class:`ozaki.core.decisions.Lines`, the
+fast mode's :class:`ozaki.core.decisions.Norms`, the accurate mode's floors) come
 from these passes over its IEEE bit patterns, under the rules of
-:mod:`ozaki.kernels` (integer operations, one thread per output, no fastmath).
+:mod:`ozaki.backends.cpu.kernels` (integer operations, one thread per output, no fastmath).
 Lines are the rows of ``A`` (``axis`` 0) or the columns of ``B`` (``axis`` 1);
-columns are reduced in chunks (:func:`ozaki.kernels.column_chunks`), each by one
+columns are reduced in chunks (:func:`ozaki.backends.cpu.kernels.column_chunks`), each by one
 task, so the results (integer maxima, counts and sums) do not depend on the
-thread count (:mod:`ozaki.parallel`).
+thread count (:mod:`ozaki.backends.cpu.parallel`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 
 from .kernels import _CACHE, _HIDDEN, _MANT, column_chunk, column_chunks
 from .parallel import run
-from .scaling import line_exponent
+from ...core.scaling import line_exponent
 
 __all__ = ["absmax_bits", "line_floors", "line_norms", "norm_sums", "quantize_down"]
 
@@ -128,7 +128,7 @@ def quantize_down(X, srow, scol, out, sums, axis):
     The caller picks the shifts so that every result is below ``2**20``: it
     converts exactly through int32, which vectorises (int64 conversions do not
     on AVX2). ``X`` (bx, r, c) with ``bx`` 1 (shared) or ``b``, as for
-    :func:`ozaki.residues.gather_residues`. ``sums`` (b, lines) of int64, when it
+    :func:`ozaki.backends.cpu.residues.gather_residues`. ``sums`` (b, lines) of int64, when it
     has entries, receives the sums of the floors along the lines (rows for
     ``axis`` 0, columns for 1) in the same pass: exact integers, in any order
     (the column sums are formed by chunks of columns, one task a chunk, as in
@@ -207,7 +207,7 @@ def norm_sums(X, shift, axis):
 
 @nb.njit(inline="always")
 def _norm_shift(maxbits, h):
-    """``h - E`` of a line (0 on an all-zero line), ``E`` of :func:`ozaki.scaling.exponents`."""
+    """``h - E`` of a line (0 on an all-zero line), ``E`` of :func:`ozaki.core.scaling.exponents`."""
     return 0 if maxbits == 0 else h - line_exponent(maxbits)
 
 
@@ -248,7 +248,7 @@ def line_norms(X, axis, h):
     """:func:`absmax_bits` and, for ``h > 0``, :func:`norm_sums` at ``h`` in one read of each line.
 
     The sums floor each line at ``shift = h - E`` from the maximum just found
-    (0 on an all-zero line), the shifts :func:`ozaki.pipeline` gives
+    (0 on an all-zero line), the shifts :func:`ozaki.core.pipeline` gives
     :func:`norm_sums`: the same exact integers as the two passes, the second
     read from cache (a row, or a chunk of columns). Returns
     ``(maxbits, nonfinite, nonzeros, S2, S1)``, each (b, lines) (``S2``, ``S1``
@@ -319,7 +319,7 @@ def line_floors(X, axis, r, out, sums):
     second read from cache (a row, or a chunk of columns): ``out`` (b, r, c)
     receives ``floor(|x| 2**e)`` (below ``2**r``, exact through int32) and
     ``sums`` (b, lines) their int64 sums, the integers :func:`quantize_down`
-    forms with the shifts :func:`ozaki.scaling.accurate_quantizers` gives.
+    forms with the shifts :func:`ozaki.core.scaling.accurate_quantizers` gives.
     Returns ``(maxbits, nonfinite, nonzeros)``, each (b, lines).
     """
     b, m, k = X.shape

@@ -7,7 +7,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .arguments import operand
-from .engines import Engine
+from ..backends.engines import Engine
 from .calls import check_out, options, shape_of, side_check, stacked
 from .prepared import PreparedOperand
 

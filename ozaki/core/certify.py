@@ -13,7 +13,7 @@ truncation error is at most (:doc:`contract`, "The bound and its proof")::
     T_ij = sum_l min(2**-s_i, |a_il|) |b_lj| + sum_l |a_il| min(2**-t_j, |b_lj|).
 
 Accurate mode has the exact floor GEMM ``G = F_A F_B`` of the quantised
-magnitudes ``alpha = |A| 2**e``, ``beta = |B| 2**f`` (:mod:`ozaki.scaling`). As
+magnitudes ``alpha = |A| 2**e``, ``beta = |B| 2**f`` (:mod:`ozaki.core.scaling`). As
 ``min(2**-s_i, |a_il|) <= 2**-s_i [a_il != 0]`` and
 ``sum_l [a_il != 0] beta_lj <= cF_j + min(nA_i, nB_j)`` (column sums of the
 floors, nonzero counts), and symmetrically,
@@ -24,7 +24,7 @@ with ``s = e + sigma``, ``t = f + tau``, ``c_ij = min(nA_i, nB_j)``; and
 
 The reconstruction is exact up to the compensated sum of its ``L`` level terms
 (Ogita-Rump-Oishi Sum2): ``|fl(C') - C'| <= (u + g) |C'| + R`` with ``g`` and
-``R`` from :class:`ozaki.moduli.CRTPlan` (``gamma2`` and ``rounding``), and the
+``R`` from :class:`ozaki.core.moduli.CRTPlan` (``gamma2`` and ``rounding``), and the
 scale-back rounds once more (by at most ``2**-1075``) only for subnormal results.
 Altogether, with ``|C~| <= |AB| + T <= 2 |A||B|``::
 
@@ -51,7 +51,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import bounds, scaling
+from ..backends.cpu import bounds
+from . import scaling
 from .moduli import crt_plan, plan_terms
 
 __all__ = ["CertificationError", "Certificate", "Refinement", "Whole", "WHOLE", "accurate_shifts",
@@ -142,7 +143,7 @@ WHOLE = Whole()
 
 
 def accurate_shifts(backend, G, rF, cF, nA, nB, H, tie=None, mu=None, reduce: Whole = WHOLE):
-    """``(sigma, tau)`` from the floor GEMM ``G`` (:mod:`ozaki.scaling`), per slice.
+    """``(sigma, tau)`` from the floor GEMM ``G`` (:mod:`ozaki.core.scaling`), per slice.
 
     ``H`` (b,) per slice gives shifts (b, m) and (b, n); ``H`` (K, b), for ``K``
     counts, gives (K, b, m) and (K, b, n) from one pass over ``G``, each count's
@@ -264,9 +265,9 @@ class Refinement:
 def refinement(backend, A, B, rows, cols, la, lb, k, rF, cF, nA, nB) -> Refinement:
     """Exact FP64 bound GEMMs of the failing rows of ``A`` (m, k) and columns of ``B``.
 
-    ``la``, ``lb``: the slice's :class:`ozaki.decisions.Lines`; ``rF``, ``cF``,
+    ``la``, ``lb``: the slice's :class:`ozaki.core.decisions.Lines`; ``rF``, ``cF``,
     ``nA``, ``nB`` its coarse floor sums and nonzero counts (see :class:`Refinement`)."""
-    from .backend import Operand  # the operands of one slice's block
+    from ..backends.cpu.backend import Operand  # the operands of one slice's block
     r = min(20, (53 - int(np.ceil(np.log2(max(k, 1))))) // 2 - 1)
     (Ea, za), (Eb, zb) = la.exponents, lb.exponents
     e = scaling.accurate_quantizers(Ea[rows], za[rows], r)
@@ -290,7 +291,7 @@ class Normwise:
     """Per-line bounds of the normalised norms ``||x 2**-E||`` (fast mode), shape (b, lines).
 
     ``lo2 <= ||x 2**-E||_2 <= hi2``, ``||x 2**-E||_1 <= hi1``, and ``upper2`` an
-    upper bound of ``||x 2**-E||_2**2`` (see :class:`ozaki.decisions.Norms`).
+    upper bound of ``||x 2**-E||_2**2`` (see :class:`ozaki.core.decisions.Norms`).
     """
 
     E: np.ndarray

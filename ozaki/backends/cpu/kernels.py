@@ -1,20 +1,20 @@
 """The rules of the compiled passes (numba), and the primitives they share.
 
-The passes live with their step (:mod:`ozaki.lines`, :mod:`ozaki.residues`,
-:mod:`ozaki.reconstruct`, :mod:`ozaki.bounds`) and run their tasks on the
-threads of :mod:`ozaki.parallel`; here are the symmetric reductions and the
+The passes live with their step (:mod:`ozaki.backends.cpu.lines`, :mod:`ozaki.backends.cpu.residues`,
+:mod:`ozaki.backends.cpu.reconstruct`, :mod:`ozaki.backends.cpu.bounds`) and run their tasks on the
+threads of :mod:`ozaki.backends.cpu.parallel`; here are the symmetric reductions and the
 task layouts. Every kernel is exact or rounds once, documented per function:
 
 * operands are read as their IEEE bit patterns (int64 views), so scaling by a
   power of two, truncation and residues are integer operations: no libm call,
   no ``frexp`` of a rounded value, and subnormal inputs are handled exactly;
 * a pass is a loop over tasks (rows, chunks of columns, tiles), each range of
-  tasks run by one thread (:func:`ozaki.parallel.run`), and each output element
+  tasks run by one thread (:func:`ozaki.backends.cpu.parallel.run`), and each output element
   is produced by one task in a fixed order: results do not depend on the thread
   count;
 * no ``fastmath``: numba does not contract ``a*b + c`` into an FMA without it, so
   no kernel here fuses (:doc:`algorithm`, "FMA policy"; the one explicit, exact FMA
-  is in :mod:`ozaki.compensated`);
+  is in :mod:`ozaki.core.compensated`);
 * rounding to an integer uses the ``1.5 * 2**52`` constant, exact for
   ``|x| <= 2**51`` and identical on every IEEE machine.
 

@@ -3,21 +3,21 @@
 One function, :func:`emulate`, runs a stack of ``b`` products ``C_g = A_g B_g``
 (either operand may be one matrix shared by the stack) through the phases:
 
-1. **decisions** (:mod:`ozaki.decisions`): exact line data, the accurate-mode
+1. **decisions** (:mod:`ozaki.core.decisions`): exact line data, the accurate-mode
    floor GEMM or the fast-mode exact norm sums, then shifts and counts per slice;
-2. **residues** and **modular products** (:mod:`ozaki.products`), modulus by
+2. **residues** and **modular products** (:mod:`ozaki.core.products`), modulus by
    modulus: each modular product of the stack is one batched GEMM, or one wide
    GEMM when an operand is shared and its shifts agree across the stack (exact
    either way, so the bits are those of the slice-by-slice products); the
    products are stored as small integers;
-3. **reconstruction** (CRT, :meth:`ozaki.backend.CPUBackend.reconstruct`);
-4. **what the emulation does not deliver** (:mod:`ozaki.fallback`,
-   :mod:`ozaki.special`): exact fallback, overflow guard, non-finite values.
+3. **reconstruction** (CRT, :meth:`ozaki.backends.cpu.backend.CPUBackend.reconstruct`);
+4. **what the emulation does not deliver** (:mod:`ozaki.core.fallback`,
+   :mod:`ozaki.core.special`): exact fallback, overflow guard, non-finite values.
 
 Complex products run the same path on the real embedding
 ``[Ar, Ai] @ [[Br, Bi], [-Bi, Br]] = [Re, Im]`` with the shifts of a ``B``
 column tied across its real and imaginary columns; the modular products use
-Gauss's three products (:func:`ozaki.products.complex_product`).
+Gauss's three products (:func:`ozaki.core.products.complex_product`).
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import decisions, fallback, scaling
-from .backend import Operand
+from ..backends.cpu.backend import Operand
 from .certify import CertificationError, explain
-from .engines import Engine
+from ..backends.engines import Engine
 from .info import OzakiInfo
 from .moduli import MODULI, auto_num_moduli, crt_plan
 from .products import complex_product, gemms_per_modulus, modular_product, product_bound
 from .pieces import CHUNK_BYTES, GROUP_BYTES, column_block, piece_bytes, piece_threads
-from .residues import fits_split
+from ..backends.cpu.residues import fits_split
 from .workspace import workspace
 
 __all__ = ["Options", "Prepared", "decide", "emulate", "slice_operands", "residue_dtype",
@@ -66,7 +66,7 @@ def floors_buffer(op: Operand) -> np.ndarray:
 class Prepared:
     """An operand with the data that depend on it alone.
 
-    ``op`` is the :class:`~ozaki.backend.Operand`; ``lines`` its exact line
+    ``op`` is the :class:`~ozaki.backends.cpu.backend.Operand`; ``lines`` its exact line
     data (with ``norms``, also its fast-mode norm sums, formed in the same read).
     A kept operand (``keep``, what :func:`ozaki.prepare` makes) also keeps
     its accurate-mode floors and their line sums (``floors[r]``) and fast-mode
@@ -217,7 +217,7 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     ``[Br; Bi]`` (b, 2k, n) and ``out``, complex128 (b, m, n) and C-contiguous,
     receives the product: the CRT writes its real and imaginary parts in place.
     ``decision`` imposes step 1's outcome (:func:`decide`): a caller that
-    computed it from combined pieces (:mod:`ozaki.decisions`) gets, for this
+    computed it from combined pieces (:mod:`ozaki.core.decisions`) gets, for this
     piece, the bits of the whole product.
     """
     backend, engine, scheme = opts.backend, opts.engine, opts.scheme

@@ -1,6 +1,6 @@
 """Step 2, the residues: ``smod(trunc(x 2**shift), p)`` of an operand, exactly.
 
-Two compiled passes (numba, the rules of :mod:`ozaki.kernels`: exact, one
+Two compiled passes (numba, the rules of :mod:`ozaki.backends.cpu.kernels`: exact, one
 thread per output entry, no fastmath) produce the same values:
 
 * :func:`split_residues`, the fast one, for scaled magnitudes below ``2**88``
@@ -17,7 +17,7 @@ thread per output entry, no fastmath) produce the same values:
 
 :func:`fits_split` says, from the line exponents and the shifts, which one a
 call may use. Non-finite entries give residue 0 in both (their semantics are
-applied separately, :mod:`ozaki.special`).
+applied separately, :mod:`ozaki.core.special`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def fits_split(E: np.ndarray, zero: np.ndarray, shift: np.ndarray) -> int:
 
     Every scaled line ``|x| 2**shift < 2**(E + shift)`` below ``2**66`` takes
     three digits, below ``2**88`` four; above, 0 (the general pass). ``E``,
-    ``zero`` (lines' exponents, :func:`ozaki.scaling.exponents`) and ``shift``
+    ``zero`` (lines' exponents, :func:`ozaki.core.scaling.exponents`) and ``shift``
     broadcast against each other, shape (b, lines). All-zero lines always fit
     (their entries are zeros or non-finite).
     """
@@ -95,7 +95,7 @@ def _digit_residue(y3, y2, y1, y0, p, pinv, c22, c44, c66, hi, lo):
     """``smod(y3 c66 + y2 c44 + y1 c22 + y0, p)`` for digits below ``2**22``, ``p < 2**22``.
 
     Each product is below ``2**22 * 2**21`` and the sum below ``2**45``: exact
-    integers, so the one-step reduction of :func:`ozaki.kernels.smod_short`
+    integers, so the one-step reduction of :func:`ozaki.backends.cpu.kernels.smod_short`
     applies; ``+ 0.0`` turns a ``-0.0`` into ``0.0``. Written with selects (no
     branches), so it vectorises.
     """

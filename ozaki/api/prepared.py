@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from .arguments import operand
-from .backend import Operand
-from .pipeline import Prepared
+from ..backends.cpu.backend import Operand
+from ..core.pipeline import Prepared
 
 __all__ = ["PreparedOperand", "prepare", "embed"]
 

@@ -18,13 +18,13 @@ memory layout, or the thread count.
 Non-finite entries (Inf, NaN) are treated as 0: the term ``x_l y_l`` is
 skipped when either factor is non-finite. The caller overwrites the entries
 whose row or column holds a non-finite value separately (their semantics, such
-as ``Inf * 0 = NaN``, are applied by :mod:`ozaki.special`).
+as ``Inf * 0 = NaN``, are applied by :mod:`ozaki.core.special`).
 
 The accumulator
 ---------------
 A finite double is ``x = +-mx 2**ex`` with an integer ``mx < 2**53`` and
 ``ex`` in ``[-1074, 971]`` (the bits, read as an int64 view, see
-:func:`ozaki.kernels._unpack`). A product is therefore ``+-mx my 2**s`` with
+:func:`ozaki.backends.cpu.kernels._unpack`). A product is therefore ``+-mx my 2**s`` with
 ``mx my < 2**106`` and ``s = ex + ey`` in ``[-2148, 1942]``: every product, and
 every sum of products, is an integer multiple of ``2**-2148`` below
 ``2**2048`` per term. The accumulator holds that integer ``S 2**2148`` in

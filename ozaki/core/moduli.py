@@ -11,7 +11,7 @@ Schemes
 ``fp8``
     Square moduli ``s**2`` and moduli ``p <= 511``; each residue is encoded as
     FP8 E4M3 *digits* (integers in ``[-16, 16]``), three GEMMs per modulus
-    (see :mod:`ozaki.products`).
+    (see :mod:`ozaki.core.products`).
 ``fp64``
     The largest primes ``p`` with ``4096 * ((p - 1) / 2)**2 <= 2**53``: a k-block
     of 4096 products of residues accumulates exactly on FP64 BLAS.

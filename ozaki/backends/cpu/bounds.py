@@ -1,8 +1,8 @@
 """The compiled passes of the accurate-mode bound: the upper bound ``U`` and the certificate.
 
 ``U_ij = G_ij + rF_i + cF_j + min(nA_i, nB_j)`` bounds ``sum_l alpha_il beta_lj``
-from the exact floor GEMM ``G`` (:mod:`ozaki.scaling`); the shifts come from its
-row and column maxima, the certificate (:mod:`ozaki.certify`) from its entries.
+from the exact floor GEMM ``G`` (:mod:`ozaki.core.scaling`); the shifts come from its
+row and column maxima, the certificate (:mod:`ozaki.core.certify`) from its entries.
 All data are stacks: ``G`` (b, m, n), row data (b, m), column data (b, n).
 
 The passes that depend on the moduli count take ``K`` counts at once (shifts
@@ -134,7 +134,7 @@ def _rowmax_chunks(t0, t1, G, rF, cf, nbf, nA, part, nchunks, width):
 def upper_rowmax(G, rF, cF, nA, nB):
     """``max_j U_gij`` per row, shape (b, m) (exact; integer maxima).
 
-    Tasks are chunks of columns (:func:`ozaki.kernels.column_chunks`) with all
+    Tasks are chunks of columns (:func:`ozaki.backends.cpu.kernels.column_chunks`) with all
     the rows of a slice, so a chunk's column data stay in cache through the
     rows; the chunks' maxima are then combined (exact in any order).
     """
@@ -302,7 +302,7 @@ def _ratio_tasks(t0, t1, G, rF, cf, nA, nbf, sigma, R, g2, e, f, safety, ratio, 
 
 def componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, ratio, bound,
                          probe):
-    """Per-entry ratio of the certified bound to the target (:mod:`ozaki.certify`), ``K`` counts.
+    """Per-entry ratio of the certified bound to the target (:mod:`ozaki.core.certify`), ``K`` counts.
 
     A stack of ``b`` products: ``G`` (b, m, n), row data (b, m), column data
     (b, n); per count ``q`` the extra shifts ``sigma`` (K, b, m), ``tau`` (K, b, n)
@@ -355,7 +355,7 @@ def _normwise_slices(t0, t1, E, zero, lo2, hi1, shift, xm, am):
 
 
 def normwise_maxima(E, zero, lo2, hi1, shift):
-    """Fast mode: per slice ``max x`` and ``max alpha`` of :meth:`ozaki.certify.Normwise.terms`.
+    """Fast mode: per slice ``max x`` and ``max alpha`` of :meth:`ozaki.core.certify.Normwise.terms`.
 
     ``x = 2**-(shift + E) / lo2`` and ``alpha = hi1 / lo2`` on nonzero lines, 0 on
     zero lines (all (b, lines)); the same IEEE operations as the numpy form

@@ -4,10 +4,10 @@ path of a stacked product.
 :func:`stacked` takes operands as stacks (b, m, k) @ (b, k, n) (a shared operand is a
 stack of one) and sends the product down its path: an empty product gives exact
 zeros (:func:`empty_product`), a small one takes compensated dot products
-(:func:`compensated_product`, :mod:`ozaki.compensated`), any other the emulation
-(:func:`ozaki.pipeline.emulate`: real products directly, complex ones on their real
+(:func:`compensated_product`, :mod:`ozaki.core.compensated`), any other the emulation
+(:func:`ozaki.core.pipeline.emulate`: real products directly, complex ones on their real
 embedding with Gauss's three products per modulus). The front ends
-(:mod:`ozaki.front`, :mod:`ozaki.stacks`, :mod:`ozaki.distributed`) check their
+(:mod:`ozaki.api.front`, :mod:`ozaki.api.stacks`, :mod:`ozaki.distributed`) check their
 arguments and call these.
 """
 
@@ -17,15 +17,15 @@ import time
 
 import numpy as np
 
-from . import compensated
+from ..core import compensated
 from .arguments import policy_for, resolve
-from .backend import Operand, get_backend
-from .certify import CertificationError
-from .info import OzakiInfo
-from .moduli import auto_num_moduli
-from .pipeline import Options, Prepared, emulate, floors_buffer
+from ..backends.cpu.backend import Operand, get_backend
+from ..core.certify import CertificationError
+from ..core.info import OzakiInfo
+from ..core.moduli import auto_num_moduli
+from ..core.pipeline import Options, Prepared, emulate, floors_buffer
 from .prepared import PreparedOperand, embed
-from .scaling import quantization_bits
+from ..core.scaling import quantization_bits
 
 __all__ = ["options", "stacked", "empty_product", "compensated_product", "parts_bound",
            "shape_of", "side_check", "check_out"]
@@ -94,7 +94,7 @@ def parts_bound(bound: np.ndarray, n: int, complex_: bool) -> np.ndarray:
 
 
 def compensated_product(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: int):
-    """The small-product path (:mod:`ozaki.compensated`): ``C`` (b, m, n), its info, and
+    """The small-product path (:mod:`ozaki.core.compensated`): ``C`` (b, m, n), its info, and
     where its uncertified entries are (on the real embedding; ``None`` if nowhere).
 
     A complex product is the real one of its embedding ``[Ar, Ai] @ [[Br, Bi], [-Bi, Br]]

@@ -1,7 +1,7 @@
 """Step 1 of the scheme: power-of-two shifts that turn A and B into integers.
 
 ``A' = trunc(diag(2**s) A)`` and ``B' = trunc(B diag(2**t))`` must satisfy
-``|A'B'| <= H`` entrywise (``H = floor(P (1 - eta) / 2)``, :mod:`ozaki.moduli`)
+``|A'B'| <= H`` entrywise (``H = floor(P (1 - eta) / 2)``, :mod:`ozaki.core.moduli`)
 so that the CRT recovers ``A'B'`` from its residues. Every decision below uses
 exact operations only: exponents read from bit patterns, integer maxima,
 ``frexp`` of exactly known values, comparisons with ``H`` (rounded down).
@@ -12,8 +12,8 @@ row exponent (``max_l |a_il| < 2**E_i``) and ``e_i = r - E_i``, the magnitudes
 ``2**r``; likewise ``beta``, ``F_B``. ``r`` depends on the scheme's unit and
 ``k`` only (:func:`quantization_bits`), so every engine computes the same exact
 ``G = F_A F_B`` and all engines choose the same shifts. ``G`` is a **lower**
-bound of ``alpha beta`` (used by :mod:`ozaki.certify`), and
-``U = G + rF + cF + min(nA, nB)`` an **upper** bound (:func:`ozaki.bounds.upper`).
+bound of ``alpha beta`` (used by :mod:`ozaki.core.certify`), and
+``U = G + rF + cF + min(nA, nB)`` an **upper** bound (:func:`ozaki.backends.cpu.bounds.upper`).
 Since ``(|A||B|)_ij <= 2**-(e_i + f_j) U_ij``, the shifts ``s = e + sigma``,
 ``t = f + tau`` are safe when ``2**(sigma_i + tau_j) U_ij <= H``. We take
 ``sigma_i`` the largest with ``2**(2 sigma_i) max_j U_ij <= H`` (then
@@ -156,7 +156,7 @@ def norm_bits(k: int) -> int:
 def fast_shifts(E: np.ndarray, zero: np.ndarray, upper2: np.ndarray, H) -> np.ndarray:
     """Fast-mode shifts ``s = sigma - E`` from upper bounds of the normalised squared norms.
 
-    ``upper2 >= ||a_i 2**-E_i||_2**2`` (:class:`ozaki.decisions.Norms`), so
+    ``upper2 >= ||a_i 2**-E_i||_2**2`` (:class:`ozaki.core.decisions.Norms`), so
     ``2**(2 sigma) upper2 <= H`` keeps ``||a'_i||_2 ||b'_j||_2 <= H``.
     """
     sigma = half_fit(np.where(zero, 0.0, upper2), H)

@@ -22,10 +22,10 @@ each entry meets the accurate mode's target ``u |AB| + u |A||B|`` and, since
 ``(|A||B|)_ij <= ||a_i||_2 ||b_j||_2``, the fast mode's normwise one. The conditions
 are checked per entry from its row's and column's exponent range
 (:func:`unsafe_entries`): an entry whose sums may overflow is computed by the exactly
-rounded dot product (:mod:`ozaki.exactdot`), as the emulated path's overflow guard
+rounded dot product (:mod:`ozaki.backends.cpu.exactdot`), as the emulated path's overflow guard
 does; one whose products may underflow is uncertified, and the fallback policy decides
 (its exactly rounded value, Dot2's value without a bound, or an error); non-finite
-values follow exact arithmetic (:mod:`ozaki.special`), as on the emulated path.
+values follow exact arithmetic (:mod:`ozaki.core.special`), as on the emulated path.
 
 Each entry's value depends on row ``i`` of ``A`` and column ``j`` of ``B`` alone, in a
 fixed order of IEEE operations (no ``fastmath``: no contraction, no reassociation),
@@ -47,7 +47,7 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from .fallback import exact_bound, exact_entries
-from .parallel import run
+from ..backends.cpu.parallel import run
 from .special import apply_nonfinite
 
 __all__ = ["SMALL_WORK", "applies", "emulated_options", "product", "unsafe_entries"]
@@ -287,7 +287,7 @@ def product(A: np.ndarray, B: np.ndarray, out: np.ndarray, bounds: bool = False,
     """``out = A @ B`` for real stacks ``A`` (ba, m, k), ``B`` (bb, k, n), entry by entry.
 
     ``ba``/``bb`` are 1 (shared) or ``b = out.shape[0]``; ``k >= 1``. Rows run on
-    :func:`ozaki.parallel.threads` threads from :data:`PARALLEL_WORK` terms on.
+    :func:`ozaki.backends.cpu.parallel.threads` threads from :data:`PARALLEL_WORK` terms on.
     Entries whose sums may overflow take the exactly rounded dot product; entries
     whose products may underflow are not certified, and ``policy`` says what
     happens to them: ``"exact"`` recomputes them with the exactly rounded dot
@@ -325,7 +325,7 @@ def product(A: np.ndarray, B: np.ndarray, out: np.ndarray, bounds: bool = False,
 
 def _rare(A, B, out, eb, policy: str, lines=None) -> Outcome:
     """The entries Dot2 does not serve (:func:`unsafe_entries`) and the non-finite values
-    (exact arithmetic's semantics, :func:`ozaki.special.apply_nonfinite`)."""
+    (exact arithmetic's semantics, :func:`ozaki.core.special.apply_nonfinite`)."""
     codes, _, abad, bbad = lines if lines is not None else _prepare(A, B, out.shape[0])
     finite = ~abad[:, :, None] & ~bbad[:, None, :]  # elsewhere exact arithmetic decides
     under = (codes == UNDERFLOW) & finite

@@ -1,9 +1,9 @@
 """The BLAS-form products: ``dgemm``, ``gemm`` and ``zgemm``.
 
-Each checks its arguments (:mod:`ozaki.arguments`), brings its operands to
+Each checks its arguments (:mod:`ozaki.api.arguments`), brings its operands to
 stacks (b, m, k) @ (b, k, n) (a shared operand is a stack of one), and runs
-:func:`ozaki.calls.stacked` (the emulation, or the small-product path).
-``matmul`` is in :mod:`ozaki.stacks`, ``prepare`` in :mod:`ozaki.prepared`.
+:func:`ozaki.api.calls.stacked` (the emulation, or the small-product path).
+``matmul`` is in :mod:`ozaki.api.stacks`, ``prepare`` in :mod:`ozaki.api.prepared`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 
 from .arguments import apply_transpose, operand, scalar, transpose_flag
 from .calls import check_out, options, shape_of, side_check, stacked
-from .engines import Engine
+from ..backends.engines import Engine
 from .prepared import PreparedOperand
 
 __all__ = ["dgemm", "gemm", "zgemm"]
@@ -128,7 +128,7 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
     num_moduli, mode) the result is bitwise identical on every engine and for
     any number of threads. A small product (at most ``2**24`` terms ``m n k``)
     with ``num_moduli="auto"`` and unprepared operands is computed instead by
-    compensated dot products that meet the same bound (:mod:`ozaki.compensated`,
+    compensated dot products that meet the same bound (:mod:`ozaki.core.compensated`,
     ``info.path == "compensated"``).
 
     Parameters
@@ -151,7 +151,7 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
         (the default) picks the smallest count whose error bound, computed for
         this call, meets the target ``|C_ij - (AB)_ij| <= u |(AB)_ij| +
         u (|A||B|)_ij`` for every entry (accurate mode), or its normwise form
-        ``u |(AB)_ij| + u ||a_i||_2 ||b_j||_2`` (fast mode); see :mod:`ozaki.certify`.
+        ``u |(AB)_ij| + u ||a_i||_2 ||b_j||_2`` (fast mode); see :mod:`ozaki.core.certify`.
     mode : {"accurate", "fast"}
         ``"accurate"`` bounds ``|A||B|`` with one exact small-integer GEMM
         (componentwise certificate); ``"fast"`` uses row and column norms (no
@@ -162,9 +162,9 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
     fallback : {"exact", "raise", "none"}, optional
         What to do with entries whose bound misses the target even at the
         largest count: ``"exact"`` recomputes them with the exactly rounded
-        dot product (:mod:`ozaki.fallback`: correctly rounded, deterministic,
+        dot product (:mod:`ozaki.core.fallback`: correctly rounded, deterministic,
         only the rows and columns involved are read), ``"raise"`` raises
-        :class:`~ozaki.certify.CertificationError` saying how many bits were
+        :class:`~ozaki.core.certify.CertificationError` saying how many bits were
         missing and where, ``"none"`` keeps the emulated values and reports
         them in ``info``. Default: ``"exact"`` with ``num_moduli="auto"``,
         ``"none"`` with an explicit count.
@@ -190,7 +190,7 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
     ValueError
         Not 2-D (1-D: use :func:`matmul`), inner dimensions differ, unknown scheme, mode, engine or
         fallback, ``num_moduli`` out of range, bad ``out``.
-    ozaki.certify.CertificationError
+    ozaki.core.certify.CertificationError
         With ``fallback="raise"``, when some entry cannot be certified.
 
     Notes
@@ -200,7 +200,7 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
     products of both signs occur; ``+-inf`` for infinite products of one sign
     or when the exact result overflows. Exact zeros are returned as ``+0.0``.
     Entries whose ``(|A||B|)_ij`` may reach ``2**1023`` are computed by the
-    exactly rounded dot product whatever the policy (:mod:`ozaki.fallback`), so
+    exactly rounded dot product whatever the policy (:mod:`ozaki.core.fallback`), so
     a finite exact result that fits is finite and an overflowing one is
     ``+-inf`` with its sign.
 

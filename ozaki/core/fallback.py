@@ -1,6 +1,6 @@
 """Entries the emulation does not deliver: the fallback and the overflow guard.
 
-Both are computed by the exactly rounded dot product of :mod:`ozaki.exactdot`
+Both are computed by the exactly rounded dot product of :mod:`ozaki.backends.cpu.exactdot`
 (a long fixed-point accumulator): the exact sum of the products, rounded once.
 So a fallback entry is correctly rounded, finite whenever the exact result fits
 in FP64, ``+-inf`` with the right sign when it does not, and the same bits on
@@ -15,7 +15,7 @@ target at the count used.
 value below ``2**1023`` and an emulated value within ``2 u (|A||B|)_ij`` of it
 (or less), so both are far from the overflow threshold ``2**1024 (1 - 2**-54)``
 and the emulated value is finite exactly when it should be. Entries where the
-bound ``(|A||B|)_ij < k 2**(E_i + F_j)`` (line exponents, :mod:`ozaki.scaling`)
+bound ``(|A||B|)_ij < k 2**(E_i + F_j)`` (line exponents, :mod:`ozaki.core.scaling`)
 cannot exclude ``2**1023`` are checked on a normalised FP64 product of
 magnitudes (rounded up); those that still may reach it are recomputed exactly,
 whatever the fallback policy, as the special-value semantics demand.
@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from . import exactdot
+from ..backends.cpu import exactdot
 from .special import apply_nonfinite
 
 __all__ = ["exact_entries", "overflow_risk", "exact_bound", "needs_operands", "finish"]
@@ -123,7 +123,7 @@ def finish(info, dec, policy: str, out: np.ndarray, la, lb, k: int, b: int, comp
     the real embedding's ``[Re | Im]`` (b, m, 2n), which the decision and
     ``operands`` describe either way), ``dec``
     its decision, ``la``/``lb`` the operands' line data
-    (:class:`ozaki.decisions.Lines`), ``k`` the inner dimension of the (real)
+    (:class:`ozaki.core.decisions.Lines`), ``k`` the inner dimension of the (real)
     products, ``operands(g) -> (A_g, B_g)`` slice ``g``'s real matrices. Works
     slice by slice, only on slices that need it.
     """

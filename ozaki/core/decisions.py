@@ -26,8 +26,8 @@ do this for pieces held in one process. ``G`` is held in FP32 where its
 entries are at most ``2**24`` (every ``k <= 2**16``); its SUM is formed in
 FP64, where a sum of pieces may pass that.
 
-The accurate certificate and the shift rules are in :mod:`ozaki.certify` and
-:mod:`ozaki.scaling`; this module runs them over a stack of ``b`` products,
+The accurate certificate and the shift rules are in :mod:`ozaki.core.certify` and
+:mod:`ozaki.core.scaling`; this module runs them over a stack of ``b`` products,
 each slice with its own count, all slices in one pass per step.
 """
 
@@ -38,7 +38,8 @@ from functools import cached_property
 
 import numpy as np
 
-from . import certify, engines, scaling
+from . import certify, scaling
+from ..backends import engines
 from .moduli import MIN_MODULI, crt_plan, max_moduli, plan_terms
 from .workspace import workspace
 
@@ -111,7 +112,7 @@ class Norms:
     def combine(cls, parts: list["Norms"]) -> "Norms":
         """The sums of the whole line from pieces along ``k`` (exact SUMs).
 
-        Every piece must have floored at the whole's ``h`` (:func:`ozaki.scaling.norm_bits`
+        Every piece must have floored at the whole's ``h`` (:func:`ozaki.core.scaling.norm_bits`
         of the whole ``k``) with the whole's exponents.
         """
         if len({p.h for p in parts}) != 1:
@@ -120,7 +121,7 @@ class Norms:
                    np.add.reduce([p.S1 for p in parts]))
 
     def normwise(self, lines: Lines) -> certify.Normwise:
-        """Bounds of the normalised norms for :mod:`ozaki.certify`."""
+        """Bounds of the normalised norms for :mod:`ozaki.core.certify`."""
         E, zero = lines.exponents
         up, dn = 1.0 + 2.0 ** -52, 1.0 - 2.0 ** -52
         upper2 = np.ldexp((self.S2 + 2 * self.S1 + lines.nnz).astype(np.float64) * up,
@@ -158,7 +159,7 @@ class Decision:
         """The decision restricted to a block of the product (a copy).
 
         ``rows`` index the rows of ``A`` (and ``C``), ``cols`` the columns of ``B``:
-        :func:`ozaki.pipeline.emulate` on those rows and columns with this decision
+        :func:`ozaki.core.pipeline.emulate` on those rows and columns with this decision
         gives exactly the whole product's bits there (the MPI layer's blocks).
         Counts, ratios and failure counts stay those of the whole. For a complex
         product the columns are the real embedding's ``[Re | Im]``: select
@@ -225,7 +226,7 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
     ``floors`` may hold an operand's floors and their line sums already computed,
     ``(FA, rF)`` and ``(FB, cF)`` (they depend on that operand and ``r`` only);
     ``buffers`` the float32 planes for the floors (bits' layout) and FP64 memory
-    for ``G`` (:func:`ozaki.engines.exact_out`). Returns ``(Bound, e, f, ((FA, rF), (FB,
+    for ``G`` (:func:`ozaki.backends.engines.exact_out`). Returns ``(Bound, e, f, ((FA, rF), (FB,
     cF)))`` with ``e`` (ba, m), ``f`` (bb, n). For ``complex_``, ``pa`` is ``[Ar,
     Ai]``, ``pb`` is ``[Br; Bi]`` (bb, 2k, n) and ``lb`` the embedding's tiled
     column data: ``G``, ``cF`` and ``f`` are the real embedding's (``2n``
@@ -277,7 +278,7 @@ def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, sche
     block costs less than the extra moduli the coarse bound needs.
     ``operands(g) -> (A_g, B_g)`` gives a slice's matrices for the refinement.
     ``reduce`` combines the blocks of a distributed product
-    (:class:`ozaki.certify.Whole`): every outcome (counts, whether and where to
+    (:class:`ozaki.core.certify.Whole`): every outcome (counts, whether and where to
     refine, failure counts) is then the whole product's, on every block.
     """
     m, n = bd.G.shape[1:]

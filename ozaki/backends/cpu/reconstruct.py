@@ -6,7 +6,7 @@ product, entry by entry in a fixed order; :func:`serial_kernel` gives its serial
 ``2**e`` with one rounding. The passes that reduce the exact modular products to the
 residues it reads (:func:`store_residues`, :func:`reduce_into` for k-blocks, and the Gauss
 combinations of complex products) are here too. All are compiled with numba
-under the rules of :mod:`ozaki.kernels` (no fastmath, fixed order per output,
+under the rules of :mod:`ozaki.backends.cpu.kernels` (no fastmath, fixed order per output,
 one thread per output).
 """
 
@@ -90,7 +90,7 @@ def _level_sums(S, F, W):
     """``S[l] = sum_t W[t, l] F[t]`` over the task's entries, four moduli a pass.
 
     Every partial sum of ``sum_t W[t, l] C_t`` is exact in any order
-    (:mod:`ozaki.moduli`), so grouping the terms changes no value; starting
+    (:mod:`ozaki.core.moduli`), so grouping the terms changes no value; starting
     from ``0.0`` keeps a zero sum ``+0.0``, as the one-by-one sum has it.
     """
     N, L = W.shape
@@ -173,10 +173,10 @@ def reconstruct(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
     the columns ``c0 .. c0 + w - 1`` of ``out`` (b, m, n), ``w <= n - c0``, or,
     when ``mods`` (N, 3) holds the moduli's ``(p, fl(1/p), 2**26 mod p)``, the
     exact products themselves (integers up to ``2**53`` in FP64, ``2**52`` with
-    ``short``), reduced here by :func:`ozaki.kernels.smod_product` (the values
+    ``short``), reduced here by :func:`ozaki.backends.cpu.kernels.smod_product` (the values
     the store pass would keep; ``mods`` of shape (0, 3) for residues), and
     ``W`` (N, L) the exact level parts of the CRT weights. Per entry, in a fixed
-    order: ``S_l = sum_t W[t, l] C_t`` (exact, see :mod:`ozaki.moduli`),
+    order: ``S_l = sum_t W[t, l] C_t`` (exact, see :mod:`ozaki.core.moduli`),
     ``q = rint(sum_l S_l / P)`` (exact thanks to the range margin),
     ``D_l = S_l - q P_l`` (exact), and ``sum_l D_l == C'`` exactly (the level
     tails are below half a unit). The sum is formed with error-free TwoSum:
@@ -185,12 +185,12 @@ def reconstruct(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
     more only when the result is subnormal.
 
     Tasks: the rows ``(g, i)`` are flattened and cut into tasks of about
-    :data:`TASK` entries (:func:`ozaki.kernels.row_tiles`: several narrow rows,
+    :data:`TASK` entries (:func:`ozaki.backends.cpu.kernels.row_tiles`: several narrow rows,
     or a tile of a wide one), run in chunks that allocate the scratch once. A
     task's residues are gathered as floats first, then each step runs as a loop
     over all its entries on 1-D views, which LLVM vectorises. Each entry is
     computed by one task: the bits do not depend on the thread count
-    (:mod:`ozaki.parallel`).
+    (:mod:`ozaki.backends.cpu.parallel`).
     """
     chunks = row_tiles(out.shape[0] * out.shape[1], R.shape[3], TASK)[3]
     run(_crt_chunks, chunks, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short)
@@ -295,7 +295,7 @@ def reduce_into(acc, prod, p, pinv, c26, first, short):
     """``acc (+)= smod(prod, p)``: combine k-blocks of a modular product.
 
     ``|prod| <= 2**53`` (an exact block product; ``2**52`` with ``short``, see
-    :func:`ozaki.kernels.smod_product`); ``acc`` grows by at most ``p / 2`` per block, far
+    :func:`ozaki.backends.cpu.kernels.smod_product`); ``acc`` grows by at most ``p / 2`` per block, far
     from ``2**53`` for any feasible number of blocks.
     """
     run(_reduce_into_rows, prod.shape[0], acc, prod, p, pinv, c26, first, short)
@@ -314,7 +314,7 @@ def store_residues(prod, p, pinv, c26, out, short):
     """``out = smod(prod, p)``: the modular product, stored in a small integer type.
 
     ``|prod| <= 2**53`` (an exact product, or a sum of reduced k-blocks;
-    ``2**52`` with ``short``, see :func:`ozaki.kernels.smod_product`); the symmetric residue
+    ``2**52`` with ``short``, see :func:`ozaki.backends.cpu.kernels.smod_product`); the symmetric residue
     fits ``out``'s dtype (int8 for ``p <= 256``, int16 for ``p <= 65536``,
     int32 otherwise) exactly.
     """
@@ -369,7 +369,7 @@ def complex_residues(p1, p2, p3, p, pinv, c26, short, out):
     """Gauss/Karatsuba combination of three exact modular products (n columns each).
 
     ``P1 = Ar Br``, ``P2 = Ai Bi``, ``P3 = (Ar + Ai)(Br + Bi)`` (integers up to
-    ``2**53``, ``2**52`` with ``short``: :func:`ozaki.kernels.smod_product`) are reduced
+    ``2**53``, ``2**52`` with ``short``: :func:`ozaki.backends.cpu.kernels.smod_product`) are reduced
     first, so every sum below is of residues (``|r| <= p/2``) and exact:
     ``Re = smod(r1 - r2)`` into ``out[:, :n]``, ``Im = smod(r3 - r1 - r2)`` into
     ``out[:, n:]``, each one short reduction (``out`` (rows, 2n) whole: its rows are

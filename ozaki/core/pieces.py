@@ -1,6 +1,6 @@
 """Pieces of a product: what goes through the moduli and the CRT at a time, and where.
 
-After the decisions, :func:`ozaki.pipeline.emulate` runs a product a piece at a
+After the decisions, :func:`ozaki.core.pipeline.emulate` runs a product a piece at a
 time, small enough to stay in cache from its residues to its result: a chunk of
 slices of a stack, or a block of ``B``'s columns of a single product with a
 small ``A`` (:func:`column_block`). :func:`piece_bytes` is a piece's workspace;
@@ -10,7 +10,7 @@ small ``A`` (:func:`column_block`). :func:`piece_bytes` is a piece's workspace;
 from __future__ import annotations
 
 from .products import product_kblock
-from .residues import fits_split
+from ..backends.cpu.residues import fits_split
 
 __all__ = ["CHUNK_BYTES", "GROUP_BYTES", "column_block", "piece_bytes", "piece_threads"]
 
@@ -56,7 +56,7 @@ def piece_threads(backend, engine, pa, pb, s, t, pieces, moduli, k, complex_) ->
     """Worker threads for the pieces of a product: 1 (the calling thread) or the pass threads.
 
     Pieces run on worker threads when there are several, each with serial
-    passes (:meth:`~ozaki.backend.CPUBackend.serial_passes`) and single-threaded
+    passes (:meth:`~ozaki.backends.cpu.backend.CPUBackend.serial_passes`) and single-threaded
     BLAS: on a few cores that beats alternating multithreaded GEMMs with
     multithreaded passes, whose thread pools wait on each other. It takes real
     products whose residues the split pass serves and whose modular products

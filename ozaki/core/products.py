@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from .engines import Engine
+from ..backends.engines import Engine
 from .workspace import workspace
 
 __all__ = ["square_digits", "karatsuba_digits", "uses_digits", "gemms_per_modulus",
@@ -193,16 +193,16 @@ def exact_gemms(k: int, *, scheme: str = "fp64", num_moduli: int = 6, mode: str 
     -------
     list of (k_call, amax, bmax)
         One entry per ``engine.matmul`` call: its inner dimension and operand
-        bounds (:meth:`~ozaki.engines.Engine.blocks` gives its exact blocks). In
+        bounds (:meth:`~ozaki.backends.engines.Engine.blocks` gives its exact blocks). In
         accurate mode the first is the bound GEMM; then, modulus by modulus, the
         products (k-blocked, FP8 digits: three per block). The data-dependent
         refinement (two FP64 GEMMs on a failing block, ``info.refined_block``) is
         not included. The entries of one modulus's k-blocks together count as
-        :func:`~ozaki.products.gemms_per_modulus` GEMMs in ``info.gemms``.
+        :func:`~ozaki.core.products.gemms_per_modulus` GEMMs in ``info.gemms``.
     """
     if not isinstance(k, (int, np.integer)) or k < 0:
         raise ValueError(f"k must be a non-negative integer, got {k!r}")
-    from .arguments import resolve
+    from ..api.arguments import resolve
     scheme, num_moduli, mode, eng = resolve(scheme, num_moduli, mode, engine)
     if num_moduli == "auto":
         raise ValueError("num_moduli must be the count a call used (info.num_moduli), not 'auto'")

@@ -1,10 +1,10 @@
 """The backend: the array namespace, the O(n^2) passes, their threads and the engines.
 
-The phases (:mod:`ozaki.decisions`, :mod:`ozaki.pipeline`) are written against
+The phases (:mod:`ozaki.core.decisions`, :mod:`ozaki.core.pipeline`) are written against
 this seam: they hold operands as :class:`Operand` stacks and call the passes
 below, never a compiled kernel directly. The CPU backend runs numba kernels
-(:mod:`ozaki.kernels`) on its own threads (:mod:`ozaki.parallel`: no lock, safe
-across ``fork``) and multiplies on the CPU engines (:mod:`ozaki.engines`); a
+(:mod:`ozaki.backends.cpu.kernels`) on its own threads (:mod:`ozaki.backends.cpu.parallel`: no lock, safe
+across ``fork``) and multiplies on the CPU engines (:mod:`ozaki.backends.engines`); a
 GPU backend replaces the passes and the engines, not the phases.
 
 Operands are **stacks**: ``A`` of shape (b, m, k) has its shifts on rows, ``B``
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import bounds, lines, parallel, reconstruct, residues
-from .engines import ENGINES, BlasEngine, Engine, get_engine
+from ..engines import ENGINES, BlasEngine, Engine, get_engine
 
 __all__ = ["Operand", "CPUBackend", "get_backend", "pow2mod", "MAX_EXPONENT"]
 
@@ -106,9 +106,9 @@ class Operand:
 class CPUBackend:
     """numpy arrays, numba passes, the CPU engines.
 
-    The compiled passes release the GIL and run on :mod:`ozaki.parallel`'s
+    The compiled passes release the GIL and run on :mod:`ozaki.backends.cpu.parallel`'s
     threads; calls from several Python threads run theirs at the same time.
-    BLAS runs on its own threads. Each pass is exact (see :mod:`ozaki.kernels`).
+    BLAS runs on its own threads. Each pass is exact (see :mod:`ozaki.backends.cpu.kernels`).
     """
 
     name = "cpu"
@@ -133,7 +133,7 @@ class CPUBackend:
             yield
 
     def pass_threads(self) -> int:
-        """Threads the passes may use (:func:`ozaki.parallel.threads`, the calling thread's)."""
+        """Threads the passes may use (:func:`ozaki.backends.cpu.parallel.threads`, the calling thread's)."""
         return parallel.threads()
 
     @contextlib.contextmanager
@@ -142,7 +142,7 @@ class CPUBackend:
 
         For pieces of a product on worker threads: each piece's passes stay on
         its thread, and the CRT of short exact products takes the kernel
-        specialised per count (:func:`ozaki.reconstruct.serial_kernel`).
+        specialised per count (:func:`ozaki.backends.cpu.reconstruct.serial_kernel`).
         """
         self._local.serial = True
         try:
@@ -194,7 +194,7 @@ class CPUBackend:
     split_gemm_above = 1 << 22
 
     def matmul(self, engine: Engine, X, Y, amax: int, bmax: int, out):
-        """Exact ``out = X @ Y`` by ``engine`` (:meth:`ozaki.engines.Engine.matmul`).
+        """Exact ``out = X @ Y`` by ``engine`` (:meth:`ozaki.backends.engines.Engine.matmul`).
 
         A wide product runs a block of ``out``'s columns per pass thread, each on
         one BLAS thread: after a multithreaded GEMM the BLAS threads spin-wait a
@@ -231,7 +231,7 @@ class CPUBackend:
 
     def line_floors(self, op: Operand, r: int, out: np.ndarray):
         """:meth:`line_stats` and the floors at ``r`` (:meth:`quantize` at the shifts
-        :func:`ozaki.scaling.accurate_quantizers` gives) in one read of ``op``.
+        :func:`ozaki.core.scaling.accurate_quantizers` gives) in one read of ``op``.
 
         Returns ``(stats, planes, sums)``: the floors formed into ``out`` (bits'
         layout, float32) and their exact FP64 sums along each line.
@@ -263,7 +263,7 @@ class CPUBackend:
         ``out`` has shape ``(L,) + `` the bits' layout of the block (``L`` moduli);
         ``cols = (j0, j1)`` restricts a right operand to its columns ``j0:j1``
         (``shift`` stays the whole one). ``split``, from
-        :func:`ozaki.residues.fits_split`: 3 or 4 when every scaled magnitude is
+        :func:`ozaki.backends.cpu.residues.fits_split`: 3 or 4 when every scaled magnitude is
         below ``2**66`` or ``2**88``, and the fast pass, with that many digits,
         serves all ``L`` moduli in one read of the operand; 0 for the general
         pass. Returns the planes in the product's shape (L, b, rows, cols).
@@ -366,7 +366,7 @@ def _short(bound: int) -> bool:
 
 
 def modular_constants(p: int) -> tuple[float, float, float]:
-    """``(p, fl(1/p), 2**26 mod p)`` as floats, the arguments of :func:`ozaki.kernels.smod`."""
+    """``(p, fl(1/p), 2**26 mod p)`` as floats, the arguments of :func:`ozaki.backends.cpu.kernels.smod`."""
     return float(p), 1.0 / p, float(pow(2, 26, p))
 
 

@@ -1,0 +1,1 @@
+"""The CPU backend: compiled (numba) passes on ozaki's own threads, the host engines."""
