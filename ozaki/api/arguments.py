@@ -167,14 +167,15 @@ def check_choice(value, name: str, choices) -> None:
                          f"got {value!r}")
 
 
-def resolve(scheme, num_moduli, mode, engine) -> tuple[str, int | str, str, Engine]:
-    """Check and resolve ``scheme``, ``num_moduli``, ``mode`` and ``engine``.
+def resolve(scheme, num_moduli, mode, engine, backend=None) -> tuple[str, int | str, str, Engine]:
+    """Check and resolve ``scheme``, ``num_moduli``, ``mode`` and ``engine`` (on ``backend``'s
+    engines; ``None``: the host engines).
 
     ``scheme="auto"`` is the engine's :attr:`~ozaki.backends.engines.Engine.preferred_scheme`.
     """
     check_choice(scheme, "scheme", ("auto",) + SCHEMES)
     check_choice(mode, "mode", MODES)
-    eng = get_engine(engine, scheme)
+    eng = get_engine(engine, scheme) if backend is None else backend.engine(engine, scheme)
     if scheme == "auto":
         scheme = eng.preferred_scheme
     top = max_moduli(scheme)

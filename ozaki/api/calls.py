@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core import compensated
 from .arguments import policy_for, resolve
-from ..backends.cpu.backend import Operand, get_backend
+from ..backends import get_backend
 from ..core.certify import CertificationError
 from ..core.info import OzakiInfo
 from ..core.moduli import auto_num_moduli
@@ -31,10 +31,12 @@ __all__ = ["options", "stacked", "empty_product", "compensated_product", "parts_
            "shape_of", "side_check", "check_out"]
 
 
-def options(scheme, num_moduli, mode, engine, fallback, bounds):
-    scheme, num_moduli, mode, eng = resolve(scheme, num_moduli, mode, engine)
+def options(scheme, num_moduli, mode, engine, fallback, bounds, backend=None) -> Options:
+    """The call's :class:`~ozaki.core.pipeline.Options`, every argument checked."""
+    be = get_backend(backend)
+    scheme, num_moduli, mode, eng = resolve(scheme, num_moduli, mode, engine, be)
     return Options(scheme, num_moduli, mode, eng, policy_for(fallback, num_moduli),
-                   bool(bounds), get_backend())
+                   bool(bounds), be)
 
 
 def stacked(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: int):
@@ -46,7 +48,7 @@ def stacked(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: in
     def side(X, outer):
         if isinstance(X, PreparedOperand):
             return X.stack(complex_, opts.backend)
-        op = Operand(embed(X, outer) if complex_ else X, outer)
+        op = opts.backend.operand(embed(X, outer) if complex_ else X, outer)
         floors = None
         if opts.mode == "accurate":  # the floors with the line data, in one read
             floors = (quantization_bits(opts.scheme, op.inner), floors_buffer(op))
@@ -107,7 +109,7 @@ def compensated_product(A3, B3, opts: Options, complex_: bool, b: int, m: int, n
                              np.concatenate((-Bc.imag, Bc.real), axis=2)), axis=1)
     ke = A3.shape[2]
     flat = np.empty((b, m, B3.shape[2]))
-    done = compensated.product(A3, B3, flat, opts.want_bound, opts.policy)
+    done = compensated.product(opts.backend, A3, B3, flat, opts.want_bound, opts.policy)
     info = OzakiInfo(opts.scheme, 0, opts.mode, opts.engine.name, bound_kind="componentwise",
                      path="compensated", exact_entries=done.exact,
                      uncertified=done.uncertified, error_bound=done.bound,

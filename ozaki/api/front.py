@@ -16,6 +16,7 @@ from .arguments import apply_transpose, operand, scalar, transpose_flag
 from .calls import check_out, options, shape_of, side_check, stacked
 from ..backends.engines import Engine
 from .prepared import PreparedOperand
+from ..core.backend import Backend
 
 __all__ = ["dgemm", "gemm", "zgemm"]
 
@@ -25,7 +26,8 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float | complex = 1.0,
          trans_b: bool | str = False, scheme: str = "auto",
          num_moduli: int | Literal["auto"] = "auto", mode: str = "accurate",
          engine: str | Engine | None = "auto", fallback: str | None = None,
-         out: np.ndarray | None = None, return_info: bool = False, bounds: bool = False):
+         out: np.ndarray | None = None, return_info: bool = False, bounds: bool = False,
+         backend: str | Backend | None = None):
     """BLAS-form product ``alpha op(A) op(B) + beta C`` with FP64-grade emulation.
 
     The result is ``fl(fl(alpha X) + fl(beta C))`` with ``X`` the emulated
@@ -61,11 +63,11 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float | complex = 1.0,
         ``k == 0``).
     """
     return _gemm(A, B, C, alpha, beta, trans_a, trans_b, scheme, num_moduli, mode, engine,
-                 fallback, out, return_info, bounds, complex_=False)
+                 fallback, out, return_info, bounds, backend, complex_=False)
 
 
 def _gemm(A, B, C, alpha, beta, trans_a, trans_b, scheme, num_moduli, mode, engine,
-          fallback, out, return_info, bounds, *, complex_: bool):
+          fallback, out, return_info, bounds, backend, *, complex_: bool):
     """:func:`gemm`; ``complex_`` runs the complex product even on real operands (zgemm)."""
     ta, tb = transpose_flag(trans_a, "trans_a"), transpose_flag(trans_b, "trans_b")
     alpha, beta = scalar(alpha, "alpha"), scalar(beta, "beta")
@@ -95,7 +97,7 @@ def _gemm(A, B, C, alpha, beta, trans_a, trans_b, scheme, num_moduli, mode, engi
     result_c = is_c or isinstance(alpha, complex) or isinstance(beta, complex) or (
         beta != 0 and np.iscomplexobj(C))
     dtype = np.complex128 if result_c else np.float64
-    opts = options(scheme, num_moduli, mode, engine, fallback, bounds)
+    opts = options(scheme, num_moduli, mode, engine, fallback, bounds, backend)
     check_out(out, (m, n), dtype, A, B)  # out may be C: it is written last
     a3 = A if isinstance(A, PreparedOperand) else A[None]
     b3 = B if isinstance(B, PreparedOperand) else B[None]
@@ -119,7 +121,7 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
           num_moduli: int | Literal["auto"] = "auto", mode: str = "accurate",
           engine: str | Engine | None = "auto", fallback: str | None = None,
           out: np.ndarray | None = None, return_info: bool = False,
-          bounds: bool = False):
+          bounds: bool = False, backend: str | Backend | None = None):
     """FP64-grade matrix product ``A @ B`` by Ozaki Scheme II.
 
     ``A`` and ``B`` are scaled to integers by powers of two, reduced modulo
@@ -175,6 +177,11 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
     bounds : bool
         Also compute ``info.error_bound``, the per-entry absolute error bound
         (both modes; implies ``return_info``).
+    backend : str or Backend, optional
+        What runs the passes and the exact products: ``"cpu"`` (default: compiled
+        passes on ozaki's threads) or ``"numpy"`` (the pure-NumPy reference, slow),
+        or an object implementing :class:`ozaki.core.backend.Backend`
+        (:func:`ozaki.available_backends`). Every backend gives the same bits.
 
     Returns
     -------
@@ -220,14 +227,16 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
     if not isinstance(B, PreparedOperand):
         B = operand(B, "B", complex_ok=False, matmul_hint=True)
     return gemm(A, B, scheme=scheme, num_moduli=num_moduli, mode=mode, engine=engine,
-                fallback=fallback, out=out, return_info=return_info, bounds=bounds)
+                fallback=fallback, out=out, return_info=return_info, bounds=bounds,
+                backend=backend)
 
 
 def zgemm(A: Any, B: Any, C: Any = None, *, alpha: complex = 1.0, beta: complex = 0.0,
           trans_a: bool | str = False, trans_b: bool | str = False, scheme: str = "auto",
           num_moduli: int | Literal["auto"] = "auto", mode: str = "accurate",
           engine: str | Engine | None = "auto", fallback: str | None = None,
-          out: np.ndarray | None = None, return_info: bool = False, bounds: bool = False):
+          out: np.ndarray | None = None, return_info: bool = False, bounds: bool = False,
+         backend: str | Backend | None = None):
     """Complex BLAS-form product ``alpha op(A) op(B) + beta C`` (BLAS zgemm semantics).
 
     Real and imaginary parts of a row of ``A`` share their power-of-two shift,
@@ -279,4 +288,5 @@ def zgemm(A: Any, B: Any, C: Any = None, *, alpha: complex = 1.0, beta: complex 
     # of the real array, as for an unprepared one); complex_ keeps the complex product
     # when both operands were prepared real
     return _gemm(A, B, C, complex(alpha), complex(beta), trans_a, trans_b, scheme,
-                 num_moduli, mode, engine, fallback, out, return_info, bounds, complex_=True)
+                 num_moduli, mode, engine, fallback, out, return_info, bounds, backend,
+                 complex_=True)

@@ -7,7 +7,6 @@ from typing import Any
 import numpy as np
 
 from .arguments import operand
-from ..backends.cpu.backend import Operand
 from ..core.pipeline import Prepared
 
 __all__ = ["PreparedOperand", "prepare", "embed"]
@@ -38,21 +37,22 @@ class PreparedOperand:
         self.shape = array.shape
         self.is_complex = np.iscomplexobj(array)
         self._keep_residues = keep_residues
-        self._prepared: dict[bool, Prepared] = {}
+        self._prepared: dict[tuple, Prepared] = {}  # per (complex_, backend)
 
     def __repr__(self) -> str:
         kind = "complex" if self.is_complex else "real"
         return f"PreparedOperand({kind}, shape={self.shape}, side={self.side!r})"
 
     def stack(self, complex_: bool, backend) -> Prepared:
-        """The prepared stack for a real or (embedded) complex product."""
-        got = self._prepared.get(complex_)
+        """The prepared stack for a real or (embedded) complex product on ``backend``
+        (each backend keeps its own data: they are exact, so the bits agree)."""
+        got = self._prepared.get((complex_, backend))
         if got is None:
             X = self.array.reshape((-1,) + self.shape[-2:])
             outer = 0 if self.side == "left" else 1
-            got = Prepared(Operand(embed(X, outer) if complex_ else X, outer), backend,
+            got = Prepared(backend.operand(embed(X, outer) if complex_ else X, outer), backend,
                            keep=True, keep_residues=self._keep_residues)
-            self._prepared[complex_] = got
+            self._prepared[(complex_, backend)] = got
         return got
 
 

@@ -10,6 +10,7 @@ from .arguments import operand
 from ..backends.engines import Engine
 from .calls import check_out, options, shape_of, side_check, stacked
 from .prepared import PreparedOperand
+from ..core.backend import Backend
 
 __all__ = ["matmul"]
 
@@ -17,7 +18,8 @@ __all__ = ["matmul"]
 def matmul(A: Any, B: Any, *, scheme: str = "auto",
            num_moduli: int | Literal["auto"] = "auto", mode: str = "accurate",
            engine: str | Engine | None = "auto", fallback: str | None = None,
-           out: np.ndarray | None = None, return_info: bool = False, bounds: bool = False):
+           out: np.ndarray | None = None, return_info: bool = False, bounds: bool = False,
+           backend: str | Backend | None = None):
     """``A @ B`` with ``np.matmul`` semantics, FP64-grade, real or complex.
 
     Stacks ``(..., m, k) @ (..., k, n)`` broadcast over their leading
@@ -77,7 +79,7 @@ def matmul(A: Any, B: Any, *, scheme: str = "auto",
     b = int(np.prod(batch, dtype=np.int64))
     is_c = any(X.is_complex if isinstance(X, PreparedOperand) else np.iscomplexobj(X)
                for X in (A, B))
-    opts = options(scheme, num_moduli, mode, engine, fallback, bounds)
+    opts = options(scheme, num_moduli, mode, engine, fallback, bounds, backend)
     shape = batch + (() if drop_m else (m,)) + (() if drop_n else (n,))
     dtype = np.complex128 if is_c else np.float64
     check_out(out, shape, dtype, A, B)

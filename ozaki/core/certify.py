@@ -51,7 +51,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backends.cpu import bounds
 from . import scaling
 from .moduli import crt_plan, plan_terms
 
@@ -194,7 +193,7 @@ def componentwise(backend, G, rF, cF, nA, nB, e, f, scheme: str, counts, *, rati
     probes = np.array(np.broadcast_to(probe, len(C)), np.bool_)
     probes[0] &= ratio is None and bound is None
     empty = np.zeros((0, 0, 0))
-    rowmax, rowfail = bounds.componentwise_ratios(
+    rowmax, rowfail = backend.componentwise_ratios(
         G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, _SAFETY,
         empty if ratio is None else ratio, empty if bound is None else bound, probes)
     top = reduce.max(rowmax.max(axis=2, initial=0.0))
@@ -267,13 +266,12 @@ def refinement(backend, A, B, rows, cols, la, lb, k, rF, cF, nA, nB) -> Refineme
 
     ``la``, ``lb``: the slice's :class:`ozaki.core.decisions.Lines`; ``rF``, ``cF``,
     ``nA``, ``nB`` its coarse floor sums and nonzero counts (see :class:`Refinement`)."""
-    from ..backends.cpu.backend import Operand  # the operands of one slice's block
     r = min(20, (53 - int(np.ceil(np.log2(max(k, 1))))) // 2 - 1)
     (Ea, za), (Eb, zb) = la.exponents, lb.exponents
     e = scaling.accurate_quantizers(Ea[rows], za[rows], r)
     f = scaling.accurate_quantizers(Eb[cols], zb[cols], r)
     Asub, Bsub = A[rows][None], B[:, cols][None]
-    oa, ob = Operand(Asub, 0), Operand(Bsub, 1)
+    oa, ob = backend.operand(Asub, 0), backend.operand(Bsub, 1)
     FA = np.ascontiguousarray(backend.quantize(oa, e[None], np.empty(oa.layout(1)))[0])
     FB = np.ascontiguousarray(backend.quantize(ob, f[None], np.empty(ob.layout(1)))[0])
     exact = backend.exact_engine()
@@ -308,9 +306,9 @@ class Normwise:
         x = np.where(nz, np.ldexp(1.0, -(shift + self.E).astype(np.int64)) / lo, 0.0)
         return x, np.where(nz, self.hi1 / lo, 0.0)
 
-    def term_maxima(self, shift):
+    def term_maxima(self, backend, shift):
         """Per slice ``(max x, max alpha)`` of :meth:`terms`, in one compiled pass."""
-        return bounds.normwise_maxima(self.E, self.zero, self.lo2, self.hi1,
+        return backend.normwise_maxima(self.E, self.zero, self.lo2, self.hi1,
                                       np.broadcast_to(shift, self.E.shape))
 
     def smallest(self):
@@ -328,7 +326,7 @@ def _sub_ratio(Ea, lo_a, Eb, lo_b):
         return np.ldexp(1.0, e) / (lo_a * lo_b)
 
 
-def normwise_ratio(na: Normwise, nb: Normwise, s, t, R, g2) -> np.ndarray:
+def normwise_ratio(backend, na: Normwise, nb: Normwise, s, t, R, g2) -> np.ndarray:
     """Per slice, the largest ``bound / (u ||a_i||_2 ||b_j||_2)`` of the fast-mode bound.
 
     With ``x_i = 2**-s_i / ||a_i||_2`` and ``alpha_i = ||a_i||_1 / ||a_i||_2`` (and
@@ -337,7 +335,7 @@ def normwise_ratio(na: Normwise, nb: Normwise, s, t, R, g2) -> np.ndarray:
     ``2**-1075`` (:func:`_sub_ratio`). The maximum over ``(i, j)`` is bounded by the
     products of the maxima: O(m + n). ``R``, ``g2`` (b,) per slice.
     """
-    (xm, am), (ym, bm) = na.term_maxima(s), nb.term_maxima(t)
+    (xm, am), (ym, bm) = na.term_maxima(backend, s), nb.term_maxima(backend, t)
     ratio = xm * bm + ym * am + R * xm * ym
     (Ea, la), (Eb, lb) = na.smallest(), nb.smallest()
     live = (~na.zero).any(axis=1) & (~nb.zero).any(axis=1)

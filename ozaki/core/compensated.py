@@ -21,7 +21,7 @@ so with ``gamma_k**2 <= u`` (every ``k <= 2**26``; here ``k <= SMALL_WORK = 2**2
 each entry meets the accurate mode's target ``u |AB| + u |A||B|`` and, since
 ``(|A||B|)_ij <= ||a_i||_2 ||b_j||_2``, the fast mode's normwise one. The conditions
 are checked per entry from its row's and column's exponent range
-(:func:`unsafe_entries`): an entry whose sums may overflow is computed by the exactly
+(:data:`SAFE`, :data:`UNDERFLOW`, :data:`OVERFLOW` below): an entry whose sums may overflow is computed by the exactly
 rounded dot product (:mod:`ozaki.backends.cpu.exactdot`), as the emulated path's overflow guard
 does; one whose products may underflow is uncertified, and the fallback policy decides
 (its exactly rounded value, Dot2's value without a bound, or an error); non-finite
@@ -40,17 +40,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
-from llvmlite import ir
-from numba.core import types
-from numba.extending import intrinsic
 
 from .fallback import exact_bound, exact_entries
-from ..backends.cpu.parallel import run
 from .special import apply_nonfinite
 
-__all__ = ["SMALL_WORK", "applies", "emulated_options", "product", "unsafe_entries"]
+__all__ = ["SMALL_WORK", "applies", "emulated_options", "product", "SAFE", "UNDERFLOW",
+           "OVERFLOW"]
 
 #: Largest work ``m n k`` of a product (per slice of a stack; ``4 m n k`` complex)
 #: that takes this path. Dot2 costs about 0.28 ns a term on one AVX-512 core, so
@@ -58,21 +54,28 @@ __all__ = ["SMALL_WORK", "applies", "emulated_options", "product", "unsafe_entri
 #: emulation of that product; a fixed constant, so the path never depends on the
 #: machine.
 SMALL_WORK = 2 ** 24
-#: Work (terms) from which the path runs its rows on several threads (about 30 us).
+#: Work (terms) from which the path may run its rows on several threads (about 30 us;
+#: the backend's :meth:`~ozaki.core.backend.Backend.sized` scope decides).
 PARALLEL_WORK = 2 ** 16
 _U = 2.0 ** -53
 
-
-@intrinsic
-def _fma(typingctx, a, b, c):
-    """``fma(a, b, c)``: ``a b + c`` rounded once (LLVM's ``llvm.fma``, always fused)."""
-    sig = types.float64(types.float64, types.float64, types.float64)
-
-    def codegen(context, builder, signature, args):
-        d = ir.DoubleType()
-        fn = builder.module.declare_intrinsic("llvm.fma", [d], ir.FunctionType(d, [d, d, d]))
-        return builder.call(fn, args)
-    return sig, codegen
+#: Per-entry codes (:meth:`~ozaki.core.backend.Backend.small_lines`): Dot2 serves the
+#: entry; products may underflow (not certified: the fallback policy decides); a sum
+#: may overflow (the exactly rounded dot product, whatever the policy, as the overflow
+#: guard). With biased exponents (``|x| < 2**(e - 1022)``, ``|x| >= 2**(e - 1023)``
+#: for normal ``x``), ``amax``/``amin`` the largest and smallest over the finite
+#: (nonzero) entries of row ``i`` of ``A``, ``bmax``/``bmin`` of column ``j`` of
+#: ``B``, ``lk = ceil(log2 k)``, entry ``(i, j)`` is
+#:
+#: * OVERFLOW when ``amax + bmax + lk > 2044 + 1021``: otherwise every product and
+#:   partial sum is below ``k 2**(ea + eb - 2044) <= 2**1021``;
+#: * else UNDERFLOW when ``amin + bmin < 2046 - 900``: otherwise every nonzero
+#:   ``|a b| >= 2**-900``, so ``fma(a, b, -p)`` is exact (it needs
+#:   ``e_a + e_b >= -969``, Boldo and Muller; a subnormal operand, ``e = 0``, fails);
+#: * else SAFE. Sums never lose bits to underflow (a sum in the subnormal range is
+#:   exact), so these are all the conditions of Proposition 5.5. A line without a
+#:   finite nonzero entry has ``amin = 2047``; Inf and NaN are flagged per line.
+SAFE, UNDERFLOW, OVERFLOW = 0, 1, 2
 
 
 def applies(opts, prepared: bool, m: int, n: int, k: int, complex_: bool) -> bool:
@@ -100,168 +103,6 @@ def emulated_options(scheme: str, m: int, k: int, n: int, complex_: bool = False
     return dict(num_moduli=auto_num_moduli(scheme, 2 * k if complex_ else k), fallback="exact")
 
 
-@nb.njit(cache=True)
-def _exponents(X, axis):
-    """Each line's exponent range: ``(emax, emin, bad)``, each (b, lines).
-
-    Lines are the rows (``axis`` 0) or columns (1) of every slice of ``X`` (b, r, c),
-    C-ordered: the largest biased exponent over finite entries, the smallest over
-    finite nonzero ones (2047 when there is none; 0 for a subnormal), and whether the
-    line holds an Inf or a NaN.
-    """
-    b, r, c = X.shape
-    n = r if axis == 0 else c
-    emax = np.zeros((b, n), np.int64)
-    emin = np.full((b, n), 2047, np.int64)
-    bad = np.zeros((b, n), np.bool_)
-    bits = X.view(np.int64)
-    for g in range(b):
-        for i in range(r):
-            for j in range(c):
-                e = (bits[g, i, j] >> 52) & 0x7FF
-                line = i if axis == 0 else j
-                if e == 0x7FF:
-                    bad[g, line] = True
-                else:
-                    if e > emax[g, line]:
-                        emax[g, line] = e
-                    if X[g, i, j] != 0.0 and e < emin[g, line]:
-                        emin[g, line] = e
-    return emax, emin, bad
-
-
-@nb.njit(nogil=True, cache=True)
-def _dot2_rows(t0, t1, A, B, C):
-    """Rows ``t0:t1`` (flattened over the stack) of ``C = A @ B`` by Dot2.
-
-    ``A`` (ba, m, k), ``B`` (bb, k, n) with ``ba``, ``bb`` 1 (shared) or ``b``. Per
-    entry, in order of ``l``: ``p = fl(a b)``, ``e = fma(a, b, -p)`` (exact),
-    ``t = fl(s + p)``, ``q`` its TwoSum error (exact), ``c = fl(c + fl(q + e))``; the
-    entry is ``fl(s + c)``. The loop over a row's columns vectorises: the columns are
-    independent accumulators.
-    """
-    m, k = A.shape[1], A.shape[2]
-    n = B.shape[2]
-    ba, bb = A.shape[0], B.shape[0]
-    s = np.empty(n)
-    c = np.empty(n)
-    for task in range(t0, t1):
-        g = task // m
-        i = task - g * m
-        ga, gb = min(g, ba - 1), min(g, bb - 1)
-        for j in range(n):
-            s[j] = 0.0
-            c[j] = 0.0
-        for l in range(k):
-            a = A[ga, i, l]
-            row = B[gb, l]
-            for j in range(n):
-                p = a * row[j]
-                e = _fma(a, row[j], -p)
-                sj = s[j]
-                t = sj + p
-                z = t - sj
-                q = (sj - (t - z)) + (p - z)
-                s[j] = t
-                c[j] += q + e
-        o = C[g, i]
-        for j in range(n):
-            o[j] = s[j] + c[j]
-
-
-@nb.njit(nogil=True, cache=True)
-def _abs_rows(t0, t1, A, B, M):
-    """Rows ``t0:t1`` of ``M = fl(|A| |B|)`` in order of ``l`` (finite entries, no NaN)."""
-    m, k = A.shape[1], A.shape[2]
-    n = B.shape[2]
-    ba, bb = A.shape[0], B.shape[0]
-    for task in range(t0, t1):
-        g = task // m
-        i = task - g * m
-        ga, gb = min(g, ba - 1), min(g, bb - 1)
-        o = M[g, i]
-        for j in range(n):
-            o[j] = 0.0
-        for l in range(k):
-            a = abs(A[ga, i, l])
-            row = B[gb, l]
-            for j in range(n):
-                o[j] += a * abs(row[j])
-
-
-#: :func:`unsafe_entries`' codes: Dot2 serves the entry; products may underflow (the
-#: entry is not certified: the fallback policy decides); a sum may overflow (the
-#: exactly rounded dot product, whatever the policy, as the overflow guard).
-SAFE, UNDERFLOW, OVERFLOW = 0, 1, 2
-
-
-@nb.njit(cache=True)
-def unsafe_entries(amax, amin, bmax, bmin, k, mask):
-    """Mark in ``mask`` (b, m, n) the entries where Dot2's conditions may fail.
-
-    With biased exponents (``|x| < 2**(e - 1022)``, ``|x| >= 2**(e - 1023)`` for
-    normal ``x``; ``amax``/``amin`` (ba, m) of ``A``'s rows, ``bmax``/``bmin`` (bb, n)
-    of ``B``'s columns, from :func:`_exponents`, ``ba``/``bb`` 1 or ``b``), entry
-    ``(i, j)`` is safe when
-
-    * nothing overflows: every product and partial sum is below
-      ``k 2**(ea + eb - 2044) <= 2**1021``;
-    * no product underflows: every nonzero ``|a b| >= 2**(ea + eb - 2046) >= 2**-900``,
-      so ``fma(a, b, -p)`` is exact (it needs ``e_a + e_b >= -969``, Boldo and
-      Muller; a subnormal operand, ``e = 0``, fails this).
-
-    Sums never lose bits to underflow (a sum in the subnormal range is exact), so
-    these are all the conditions of Proposition 5.5. ``mask`` receives
-    :data:`OVERFLOW` where the first fails, else :data:`UNDERFLOW` where the second
-    does, else :data:`SAFE`. Returns the counts ``(underflow, overflow)``.
-    """
-    b, m, n = mask.shape
-    lk = 0
-    while (1 << lk) < k:
-        lk += 1
-    under = 0
-    over = 0
-    for g in range(b):
-        ga, gb = min(g, amax.shape[0] - 1), min(g, bmax.shape[0] - 1)
-        for i in range(m):
-            ah, al = amax[ga, i], amin[ga, i]
-            for j in range(n):
-                bh, bl = bmax[gb, j], bmin[gb, j]
-                top = ah + bh + lk > 2044 + 1021
-                low = al + bl < 2046 - 900
-                code = OVERFLOW if top else (UNDERFLOW if low else SAFE)
-                mask[g, i, j] = code
-                under += code == UNDERFLOW
-                over += code == OVERFLOW
-    return under, over
-
-
-@nb.njit(nogil=True, cache=True)
-def _prepare(A, B, b):
-    """:func:`_exponents` of ``A``'s rows and ``B``'s columns, and :func:`unsafe_entries`
-    for ``b`` slices, in one compiled call (a small product pays each call's dispatch).
-    ``rare``: some entry is not :data:`SAFE` or some line holds an Inf or a NaN."""
-    amax, amin, abad = _exponents(A, 0)
-    bmax, bmin, bbad = _exponents(B, 1)
-    codes = np.empty((b, A.shape[1], B.shape[2]), np.int8)
-    under, over = unsafe_entries(amax, amin, bmax, bmin, A.shape[2], codes)
-    special = False
-    for x in abad.ravel():
-        special |= x
-    for x in bbad.ravel():
-        special |= x
-    return codes, under + over > 0 or special, abad, bbad
-
-
-@nb.njit(nogil=True, cache=True)
-def _serial(A, B, C):
-    """:func:`_prepare` and every row of :func:`_dot2_rows` in one call (a tiny product);
-    whether some entry is unsafe or some line holds an Inf or a NaN."""
-    rare = _prepare(A, B, C.shape[0])[1]
-    _dot2_rows(0, C.shape[0] * C.shape[1], A, B, C)
-    return rare
-
-
 @dataclass
 class Outcome:
     """What :func:`product` did beyond Dot2.
@@ -282,12 +123,12 @@ class Outcome:
     seconds: float = 0.0
 
 
-def product(A: np.ndarray, B: np.ndarray, out: np.ndarray, bounds: bool = False,
+def product(backend, A: np.ndarray, B: np.ndarray, out: np.ndarray, bounds: bool = False,
             policy: str = "exact") -> Outcome:
     """``out = A @ B`` for real stacks ``A`` (ba, m, k), ``B`` (bb, k, n), entry by entry.
 
     ``ba``/``bb`` are 1 (shared) or ``b = out.shape[0]``; ``k >= 1``. Rows run on
-    :func:`ozaki.backends.cpu.parallel.threads` threads from :data:`PARALLEL_WORK` terms on.
+    the backend's threads from :data:`PARALLEL_WORK` terms on.
     Entries whose sums may overflow take the exactly rounded dot product; entries
     whose products may underflow are not certified, and ``policy`` says what
     happens to them: ``"exact"`` recomputes them with the exactly rounded dot
@@ -298,18 +139,14 @@ def product(A: np.ndarray, B: np.ndarray, out: np.ndarray, bounds: bool = False,
     B = np.ascontiguousarray(B, dtype=np.float64)
     b, m, n = out.shape
     k = A.shape[2]
-    serial = 1 if b * m * n * k < PARALLEL_WORK else None
-    lines = None  # (codes, rare, abad, bbad) where already formed
-    if serial and not bounds:
-        rare = _serial(A, B, out)
-    else:
-        lines = _prepare(A, B, b)
-        rare = lines[1]
-        run(_dot2_rows, b * m, A, B, out, max_threads=serial)
-    eb = None
+    with backend.sized(b * m * n * k):  # below PARALLEL_WORK terms: the calling thread
+        # ``lines``: (codes, rare, abad, bbad) where already formed
+        rare, lines = backend.dot2(A, B, out, lines=bounds)
+        eb = None
+        if bounds:
+            eb = np.empty((b, m, n))
+            backend.abs_product(A, B, eb)
     if bounds:
-        eb = np.empty((b, m, n))
-        run(_abs_rows, b * m, A, B, eb, max_threads=serial)
         # |res - ab| <= u |ab| + g2 |a||b| and |a||b| <= M / (1 - gamma_k) (M computed in
         # order): with |ab| <= |res| + err, err <= (u |res| + g2 M / (1 - gamma_k)) / (1 - u);
         # (1 + 2**-50) covers 1 / (1 - u) and the bound's own four roundings, and
@@ -318,15 +155,16 @@ def product(A: np.ndarray, B: np.ndarray, out: np.ndarray, bounds: bool = False,
         g2 = gam * gam / (1 - gam) * (1 + 2.0 ** -40)
         with np.errstate(over="ignore"):
             eb = (_U * np.abs(out) + g2 * eb) * (1 + 2.0 ** -50) + 1e-323
-    done = _rare(A, B, out, eb, policy, lines) if rare else Outcome(bound=eb)
+    done = _rare(backend, A, B, out, eb, policy, lines) if rare else Outcome(bound=eb)
     done.seconds = time.perf_counter() - t0
     return done
 
 
-def _rare(A, B, out, eb, policy: str, lines=None) -> Outcome:
-    """The entries Dot2 does not serve (:func:`unsafe_entries`) and the non-finite values
+def _rare(backend, A, B, out, eb, policy: str, lines=None) -> Outcome:
+    """The entries Dot2 does not serve (not :data:`SAFE`) and the non-finite values
     (exact arithmetic's semantics, :func:`ozaki.core.special.apply_nonfinite`)."""
-    codes, _, abad, bbad = lines if lines is not None else _prepare(A, B, out.shape[0])
+    codes, _, abad, bbad = lines if lines is not None else backend.small_lines(A, B,
+                                                                               out.shape[0])
     finite = ~abad[:, :, None] & ~bbad[:, None, :]  # elsewhere exact arithmetic decides
     under = (codes == UNDERFLOW) & finite
     done = Outcome(bound=eb, uncertified=int(under.sum()),
@@ -338,7 +176,7 @@ def _rare(A, B, out, eb, policy: str, lines=None) -> Outcome:
         ga, gb = min(g, A.shape[0] - 1), min(g, B.shape[0] - 1)
         sel = exact[g]
         if sel.any():
-            exact_entries(A[ga], B[gb], sel, out[g])
+            exact_entries(backend, A[ga], B[gb], sel, out[g])
             done.exact += int(sel.sum())
             if eb is not None:
                 eb[g][sel] = exact_bound(out[g][sel])

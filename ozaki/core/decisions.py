@@ -39,7 +39,7 @@ from functools import cached_property
 import numpy as np
 
 from . import certify, scaling
-from ..backends import engines
+from .engine import exact_out
 from .moduli import MIN_MODULI, crt_plan, max_moduli, plan_terms
 from .workspace import workspace
 
@@ -251,7 +251,7 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
     kept = ((FA, rF), (FB, cF))
     q = 2 ** r - 1
     n, h = FB.shape[2], FA.shape[2] // 2
-    G = engines.exact_out(np.broadcast_shapes(FA.shape[:-2], FB.shape[:-2])
+    G = exact_out(np.broadcast_shapes(FA.shape[:-2], FB.shape[:-2])
                           + (FA.shape[1], (2 if complex_ else 1) * n), FA.shape[2] * q * q, buf_g)
     if not complex_:
         return Bound(r, backend.matmul(engine, FA, FB, q, q, G), rF, cF), e, f, kept
@@ -361,7 +361,7 @@ def _lines(lines: Lines, g: int, b: int) -> Lines:
     return Lines(lines.maxbits[g], lines.bad[g], lines.nnz[g])
 
 
-def decide_fast(na: certify.Normwise, nb: certify.Normwise, b: int, scheme: str,
+def decide_fast(backend, na: certify.Normwise, nb: certify.Normwise, b: int, scheme: str,
                 num_moduli, policy: str, want_bound: bool, start: int) -> Decision:
     """Shifts, counts and the normwise certificate in fast mode, for ``b`` slices.
 
@@ -387,7 +387,7 @@ def decide_fast(na: certify.Normwise, nb: certify.Normwise, b: int, scheme: str,
 
     def evaluate(counts, probe=False):  # O(m + n): nothing to gain from probing
         s, t, R, g2 = shifts(counts)
-        ratio = certify.normwise_ratio(na, nb, s, t, R, g2)
+        ratio = certify.normwise_ratio(backend, na, nb, s, t, R, g2)
         return certify.Certificate(np.asarray(counts), s, t, ratio,
                                    np.where(ratio <= 1, 0, m * n), "normwise")
 

@@ -27,7 +27,6 @@ import math
 
 import numpy as np
 
-from ..backends.cpu import exactdot
 from .special import apply_nonfinite
 
 __all__ = ["exact_entries", "overflow_risk", "exact_bound", "needs_operands", "finish"]
@@ -36,7 +35,8 @@ __all__ = ["exact_entries", "overflow_risk", "exact_bound", "needs_operands", "f
 OVERFLOW_EXPONENT = 1023
 
 
-def exact_entries(A: np.ndarray, B: np.ndarray, mask: np.ndarray, out: np.ndarray) -> None:
+def exact_entries(backend, A: np.ndarray, B: np.ndarray, mask: np.ndarray,
+                  out: np.ndarray) -> None:
     """``out[mask] = fl((A @ B)[mask])``, exactly rounded (non-finite factors read as 0).
 
     Only the rows of ``A`` and columns of ``B`` that hold a masked entry are read.
@@ -46,7 +46,7 @@ def exact_entries(A: np.ndarray, B: np.ndarray, mask: np.ndarray, out: np.ndarra
         return
     ur, ri = np.unique(ti, return_inverse=True)
     uc, ci = np.unique(tj, return_inverse=True)
-    out[ti, tj] = exactdot.dot_rows_cols(A[ur], B[:, uc].T, ri.reshape(-1), ci.reshape(-1))
+    out[ti, tj] = backend.exact_dot(A[ur], B[:, uc].T, ri.reshape(-1), ci.reshape(-1))
 
 
 def exact_bound(C: np.ndarray) -> np.ndarray:
@@ -115,8 +115,8 @@ def needs_operands(la, lb, k: int, b: int, mask=None):
     return busy, near, bad_a, bad_b
 
 
-def finish(info, dec, policy: str, out: np.ndarray, la, lb, k: int, b: int, complex_: bool,
-           operands) -> None:
+def finish(backend, info, dec, policy: str, out: np.ndarray, la, lb, k: int, b: int,
+           complex_: bool, operands) -> None:
     """After the reconstruction: bounds, exact fallback, overflow guard, non-finite values.
 
     ``out`` (b, m, n) holds the emulated stack (for ``complex_``, complex128 or
@@ -131,15 +131,17 @@ def finish(info, dec, policy: str, out: np.ndarray, la, lb, k: int, b: int, comp
     busy, near, bad_a, bad_b = needs_operands(la, lb, k, b, mask)
     idle = info.error_bound is None and mask is None and not busy.any()
     if not np.iscomplexobj(out) or idle:  # (nothing reads or writes ``out`` when idle)
-        _finish_real(info, mask, out, la, lb, busy, near, bad_a, bad_b, operands, complex_)
+        _finish_real(backend, info, mask, out, la, lb, busy, near, bad_a, bad_b, operands,
+                     complex_)
         return
     C, out = out, np.concatenate((out.real, out.imag), axis=-1)  # [Re | Im]
-    _finish_real(info, mask, out, la, lb, busy, near, bad_a, bad_b, operands, True)
+    _finish_real(backend, info, mask, out, la, lb, busy, near, bad_a, bad_b, operands, True)
     n = C.shape[-1]
     C.real, C.imag = out[..., :n], out[..., n:]
 
 
-def _finish_real(info, mask, out, la, lb, busy, near, bad_a, bad_b, operands, complex_):
+def _finish_real(backend, info, mask, out, la, lb, busy, near, bad_a, bad_b, operands,
+                     complex_):
     """:func:`finish` on the real ``out`` (b, m, n) (for complex products ``[Re | Im]``)."""
     if info.error_bound is not None:
         # |C - AB| <= u |AB| + X and |AB| <= |C| + |C - AB| give
@@ -164,7 +166,7 @@ def _finish_real(info, mask, out, la, lb, busy, near, bad_a, bad_b, operands, co
         if risk is not None:
             sel = risk if sel is None else sel | risk
         if sel is not None and sel.any():
-            exact_entries(Ag, Bg, sel, out[g])
+            exact_entries(backend, Ag, Bg, sel, out[g])
             exact += int(sel.sum())
             if info.error_bound is not None:
                 info.error_bound[g][sel] = exact_bound(out[g][sel])

@@ -10,7 +10,6 @@ small ``A`` (:func:`column_block`). :func:`piece_bytes` is a piece's workspace;
 from __future__ import annotations
 
 from .products import product_kblock
-from ..backends.cpu.residues import fits_split
 
 __all__ = ["CHUNK_BYTES", "GROUP_BYTES", "column_block", "piece_bytes", "piece_threads"]
 
@@ -70,6 +69,6 @@ def piece_threads(backend, engine, pa, pb, s, t, pieces, moduli, k, complex_) ->
         return 1
     for prep, shift in ((pa, s), (pb, t)):
         E, zero = prep.lines.exponents
-        if not fits_split(E, zero, shift):
+        if not backend.residue_pass(E, zero, shift):
             return 1
     return min(threads, len(pieces))

@@ -23,20 +23,18 @@ Gauss's three products (:func:`ozaki.core.products.complex_product`).
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import decisions, fallback, scaling
-from ..backends.cpu.backend import Operand
+from .backend import Operand
 from .certify import CertificationError, explain
-from ..backends.engines import Engine
+from .engine import Engine
 from .info import OzakiInfo
 from .moduli import MODULI, auto_num_moduli, crt_plan
 from .products import complex_product, gemms_per_modulus, modular_product, product_bound
 from .pieces import CHUNK_BYTES, GROUP_BYTES, column_block, piece_bytes, piece_threads
-from ..backends.cpu.residues import fits_split
 from .workspace import workspace
 
 __all__ = ["Options", "Prepared", "decide", "emulate", "slice_operands", "residue_dtype",
@@ -66,7 +64,7 @@ def floors_buffer(op: Operand) -> np.ndarray:
 class Prepared:
     """An operand with the data that depend on it alone.
 
-    ``op`` is the :class:`~ozaki.backends.cpu.backend.Operand`; ``lines`` its exact line
+    ``op`` is the :class:`~ozaki.core.backend.Operand`; ``lines`` its exact line
     data (with ``norms``, also its fast-mode norm sums, formed in the same read).
     A kept operand (``keep``, what :func:`ozaki.prepare` makes) also keeps
     its accurate-mode floors and their line sums (``floors[r]``) and fast-mode
@@ -115,9 +113,9 @@ class Prepared:
             E, zero = E[part[0]:part[1]], zero[part[0]:part[1]]
         if cols is not None:
             E, zero = E[:, cols[0]:cols[1]], zero[:, cols[0]:cols[1]]
-            fit = fits_split(E, zero, shift[:, cols[0]:cols[1]])
+            fit = self.backend.residue_pass(E, zero, shift[:, cols[0]:cols[1]])
         else:
-            fit = fits_split(E, zero, shift)
+            fit = self.backend.residue_pass(E, zero, shift)
         if not self.keep_residues:
             return self.backend.residues(op, shift, moduli, out, fit, cols)
         key = (moduli, part if self.op.batch > 1 else None, cols)
@@ -179,7 +177,7 @@ def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
         if complex_:
             nbn = decisions.Norms(nbn.h, decisions.tile(nbn.S2), decisions.tile(nbn.S1))
         nb = nbn.normwise(lb)
-        return decisions.decide_fast(na, nb, b, opts.scheme, opts.num_moduli, opts.policy,
+        return decisions.decide_fast(backend, na, nb, b, opts.scheme, opts.num_moduli, opts.policy,
                                      opts.want_bound, start)
     r = scaling.quantization_bits(opts.scheme, k)
     floors = (pa.floors.get(r), pb.floors.get(r))  # of [Br; Bi] for complex products
@@ -301,23 +299,17 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
 
     bound = max(product_bound(engine, p, k) for p in moduli)  # of every exact product
     threads = piece_threads(backend, engine, pa, pb, s, t, pieces, moduli, k, complex_)
-    if threads > 1:  # pieces on worker threads, each with serial passes and one BLAS thread
-        def on_worker(args):
-            with backend.serial_passes():
-                return piece(*args, dict.fromkeys(sec, 0.0))
+    if threads > 1:
         # the threads start far apart in ``out`` (a piece each from every
         # thread's share in turn), so they do not fault the same fresh pages
         share = -(-len(pieces) // threads)
-        order = [pieces[i] for j in range(share) for i in range(j, len(pieces), share)]
-        with backend.one_blas_thread(), ThreadPoolExecutor(threads) as pool:
-            for part_sec in pool.map(on_worker, order):
-                for name, v in part_sec.items():
-                    sec[name] += v
-    else:
-        for args in pieces:
-            piece(*args, sec)
+        pieces = [pieces[i] for j in range(share) for i in range(j, len(pieces), share)]
+    for part_sec in backend.run_pieces(lambda args: piece(*args, dict.fromkeys(sec, 0.0)),
+                                       pieces, threads):
+        for name, v in part_sec.items():
+            sec[name] += v
     t0 = time.perf_counter()
-    fallback.finish(info, dec, opts.policy, out, pa.lines, pb.lines, A.shape[2], b, complex_,
+    fallback.finish(backend, info, dec, opts.policy, out, pa.lines, pb.lines, A.shape[2], b, complex_,
                     lambda g: slice_operands(pa, pb, g, complex_))
     sec["reconstruction"] += time.perf_counter() - t0
     return info

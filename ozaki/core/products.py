@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from ..backends.engines import Engine
+from .engine import Engine
 from .workspace import workspace
 
 __all__ = ["square_digits", "karatsuba_digits", "uses_digits", "gemms_per_modulus",

@@ -31,10 +31,8 @@ exactly (the published fast-mode formula is not scale invariant).
 
 from __future__ import annotations
 
-import functools
 import math
 
-import numba as nb
 import numpy as np
 
 
@@ -46,90 +44,52 @@ __all__ = ["exponents", "half_fit", "fit", "quantization_bits", "norm_bits", "fa
 _UNIT_BITS = {"fp8": 4, "int8": 6, "fp64": 20}
 
 
-@nb.njit(inline="always")
-def line_exponent(maxbits):
-    """``E`` of :func:`exponents` for one line (0 on an all-zero line)."""
-    ex = maxbits >> 52
-    if maxbits == 0:
-        return 0
-    if ex > 0:
-        return ex - 1022
-    return math.frexp(float(maxbits))[1] - 1074  # mant < 2**52: exact in FP64
-
-
-def _deferred(signature: str):
-    """``nb.vectorize([signature], cache=True)``, built at the first call rather than at
-    import (each eager build costs 50-100 ms of ``import ozaki``, even from the cache)."""
-    def wrap(fn):
-        @functools.cache
-        def build():
-            return nb.vectorize([signature], cache=True)(fn)
-
-        @functools.wraps(fn)
-        def call(*args):
-            return build()(*args)
-        return call
-    return wrap
-
-
-@_deferred("int64(int64)")
-def _line_exponent(maxbits):
-    return line_exponent(maxbits)
-
-
 def exponents(maxbits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Exponents ``E`` with ``|x| < 2**E`` from the bits of the largest ``|x|``.
 
     Returns ``(E, zero)``: ``E`` as int64 (0 where the line is all zero) and the
     all-zero flags. Normal ``x`` with biased exponent ``ex`` lies in
     ``[2**(ex-1023), 2**(ex-1022))``; a subnormal ``mant * 2**-1074`` is below
-    ``2**(bit_length(mant) - 1074)``. (One compiled pass over the lines: the
-    stacks of small products have many.)
+    ``2**(bit_length(mant) - 1074)``, and ``frexp`` of the integer ``mant``
+    (below ``2**52``: exact in FP64) gives ``bit_length(mant)``.
     """
     maxbits = np.asarray(maxbits, np.int64)
-    return _line_exponent(maxbits), maxbits == 0
+    zero = maxbits == 0
+    ex = maxbits >> 52
+    E = ex - 1022
+    sub = (ex == 0) & ~zero
+    if sub.any():
+        E[sub] = np.frexp(maxbits[sub].astype(np.float64))[1] - 1074
+    E[zero] = 0
+    return E, zero
 
 
-@nb.njit(inline="always")
-def _fit_exponent(x, H):
-    """Largest ``d`` with ``2**d x <= H`` for ``x > 0``.
+def _fit_exponent(x: np.ndarray, H) -> np.ndarray:
+    """Largest ``d`` with ``2**d x <= H``, elementwise, for ``x > 0`` (any value elsewhere).
 
-    With ``x = m 2**a`` and ``H = h 2**c`` (``frexp``, exact), the condition is
-    ``d <= c - a`` when ``m <= h`` and ``d <= c - a - 1`` otherwise. For normal
-    ``x`` and ``H`` the exponents and mantissas are read from the bits
-    (``c - a`` is the difference of the biased exponents, and ``m > h`` iff the
-    stored fraction of ``x`` exceeds that of ``H``); ``math.frexp`` otherwise.
+    With ``x = m 2**a`` and ``H = h 2**c`` (``frexp``: exact, ``m``, ``h`` in
+    ``[1/2, 1)``), ``2**d x <= H`` iff ``d <= c - a`` when ``m <= h`` and
+    ``d <= c - a - 1`` otherwise.
     """
-    bx, bh = np.float64(x).view(np.int64), np.float64(H).view(np.int64)
-    ex, eh = bx >> 52, bh >> 52
-    if ex == 0 or eh == 0:
-        m, e = math.frexp(x)
-        mH, eH = math.frexp(H)
-        return eH - e - (1 if m > mH else 0)
-    return eh - ex - (1 if (bx & 0xFFFFFFFFFFFFF) > (bh & 0xFFFFFFFFFFFFF) else 0)
-
-
-@_deferred("int64(float64, float64)")
-def _half_fit(mu, H):
-    return _fit_exponent(mu, H) // 2 if mu > 0 else 0  # floor division, as numpy's
-
-
-@_deferred("int64(float64, float64)")
-def _fit(nu, H):
-    return _fit_exponent(nu, H) if nu > 0 else 0
+    m, a = np.frexp(x)
+    h, c = np.frexp(H)
+    return (c - a - (m > h)).astype(np.int64)
 
 
 def half_fit(mu: np.ndarray, H) -> np.ndarray:
     """Largest integer ``sigma`` with ``2**(2 sigma) mu <= H``, elementwise (0 where mu == 0).
 
-    ``H`` broadcasts against ``mu`` (a compiled ufunc: one pass, no temporaries).
+    ``H`` broadcasts against ``mu``; ``floor(d / 2)`` of the largest ``d`` with
+    ``2**d mu <= H`` (floor division: ``d`` may be negative).
     """
-    return _half_fit(mu, H)
+    mu = np.asarray(mu, np.float64)
+    return np.where(mu > 0, _fit_exponent(mu, H) // 2, 0)
 
 
 def fit(nu: np.ndarray, H) -> np.ndarray:
     """Largest integer ``tau`` with ``2**tau nu <= H``, elementwise (0 where nu == 0)."""
-    return _fit(nu, H)
+    nu = np.asarray(nu, np.float64)
+    return np.where(nu > 0, _fit_exponent(nu, H), 0)
 
 
 def quantization_bits(scheme: str, k: int) -> int:
@@ -163,13 +123,8 @@ def fast_shifts(E: np.ndarray, zero: np.ndarray, upper2: np.ndarray, H) -> np.nd
     return np.where(zero, 0, sigma - E).astype(np.int64)
 
 
-@_deferred("int64(int64, boolean, int64)")
-def _quantizer(E, zero, r):
-    return 0 if zero else r - E
-
-
 def accurate_quantizers(E: np.ndarray, zero: np.ndarray, r: int) -> np.ndarray:
     """Shifts ``e = r - E`` that map each line's magnitudes below ``2**r`` (0 on zero lines)."""
-    return _quantizer(E, zero, r)
+    return np.where(zero, 0, r - np.asarray(E, np.int64))
 
 

@@ -38,7 +38,6 @@ import numpy as np
 
 from ..core import compensated
 from ..core import fallback as _fallback
-from ..backends.cpu.backend import Operand
 from ..core.certify import CertificationError, explain
 from ..core.info import OzakiInfo
 from ..core.moduli import MODULI
@@ -79,7 +78,8 @@ def _check(A, B, options: dict, complex_: bool, MPI):
             raise ValueError(f"panel must be a positive integer, got {panel!r}")
         from ..api.calls import options as resolve
         resolved["opts"] = resolve(*(options[k] for k in ("scheme", "num_moduli", "mode",
-                                                          "engine", "fallback", "bounds")))
+                                                          "engine", "fallback", "bounds",
+                                                          "backend")))
         return (tuple(A.shape), tuple(B.shape), (A.grid.P, A.grid.Q), (B.grid.P, B.grid.Q),
                 repr(sorted((k, str(getattr(v, "name", v))) for k, v in options.items())))
 
@@ -94,7 +94,8 @@ def _check(A, B, options: dict, complex_: bool, MPI):
 
 def dgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
           num_moduli="auto", mode: str = "accurate", engine="auto", fallback=None,
-          panel: int = 512, return_info: bool = False, bounds: bool = False):
+          panel: int = 512, return_info: bool = False, bounds: bool = False,
+          backend=None):
     """``C = A @ B`` over the grid, bitwise equal to ``ozaki.dgemm`` on the whole matrices.
 
     Parameters
@@ -111,6 +112,8 @@ def dgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
         Largest k-panel width of the SUMMA (any width gives the same bits).
     return_info, bounds
         As in :func:`ozaki.dgemm`; ``info.error_bound`` is this rank's block.
+    backend : str or Backend, optional
+        As in :func:`ozaki.dgemm` (every rank must name the same one).
 
     Returns
     -------
@@ -132,14 +135,15 @@ def dgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
     """
     MPI = __import__("mpi4py.MPI", fromlist=["MPI"])
     options = dict(scheme=scheme, num_moduli=num_moduli, mode=mode, engine=engine,
-                   fallback=fallback, bounds=bounds, panel=panel)
+                   fallback=fallback, bounds=bounds, panel=panel, backend=backend)
     grid, shape, opts = _check(A, B, options, False, MPI)
     return _product(A, B, grid, shape, opts, int(panel), return_info, bounds, False, MPI)
 
 
 def zgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
           num_moduli="auto", mode: str = "accurate", engine="auto", fallback=None,
-          panel: int = 512, return_info: bool = False, bounds: bool = False):
+          panel: int = 512, return_info: bool = False, bounds: bool = False,
+          backend=None):
     """Complex ``C = A @ B`` over the grid, bitwise equal to ``ozaki.zgemm`` on the whole.
 
     Real blocks are taken as complex. The residue SUMMA multiplies the embedded panels
@@ -150,7 +154,7 @@ def zgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
     """
     MPI = __import__("mpi4py.MPI", fromlist=["MPI"])
     options = dict(scheme=scheme, num_moduli=num_moduli, mode=mode, engine=engine,
-                   fallback=fallback, bounds=bounds, panel=panel)
+                   fallback=fallback, bounds=bounds, panel=panel, backend=backend)
     grid, shape, opts = _check(A, B, options, True, MPI)
     A, B = (DistributedMatrix(D.local.astype(np.complex128, copy=False), D.shape, D.grid)
             for D in (A, B))
@@ -174,8 +178,8 @@ def _product(A, B, grid, shape, opts, panel, return_info, bounds, complex_, MPI)
         return (C, info) if (return_info or bounds) else C
     if compensated.applies(opts, False, M, N, K, complex_):
         return _compensated(A, B, grid, shape, opts, return_info, bounds, complex_, MPI, tr)
-    oa = Operand(embedded(A.local, 0)[None], 0)
-    ob = Operand(embedded(B.local, 1)[None], 1)
+    oa = opts.backend.operand(embedded(A.local, 0)[None], 0)
+    ob = opts.backend.operand(embedded(B.local, 1)[None], 1)
     la, lb = line_data(oa, backend, grid.row, MPI, tr), line_data(ob, backend, grid.col, MPI, tr)
     if opts.mode == "accurate":
         dec = decide_accurate(A, B, oa, ob, la, lb, opts, panel, complex_, tr)
@@ -287,7 +291,7 @@ def _finish(grid, A, B, info, dec, mask, opts, out, la, lb, Ke, complex_, MPI, t
         whole = real_operands(Ar, Bc)
         operands = lambda g: whole  # noqa: E731
     if busy[0] or info.error_bound is not None:
-        _fallback.finish(info, dec, opts.policy, out, la, lb, Ke, 1, complex_, operands)
+        _fallback.finish(opts.backend, info, dec, opts.policy, out, la, lb, Ke, 1, complex_, operands)
     local = np.array([info.fallback_entries, info.exact_entries], np.int64)
     allreduce(grid.comm, local, MPI.SUM, tr)
     info.fallback_entries, info.exact_entries = int(local[0]), int(local[1])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import decisions, scaling
-from ..backends.cpu.backend import Operand
+from ..core.backend import Operand
 from ..core.certify import Normwise, normwise_entries
 from ..core.moduli import auto_num_moduli, plan_terms
 from .traffic import allgather, allreduce
@@ -72,7 +72,7 @@ def decide_fast(grid, la, na_rows, lb, nb_cols, k, opts, MPI, rows, cols, comple
         nbn = decisions.Norms(nbn.h, decisions.tile(nbn.S2), decisions.tile(nbn.S1))
     nb = nbn.normwise(LB)
     start = auto_num_moduli(opts.scheme, k)
-    whole = decisions.decide_fast(na, nb, 1, opts.scheme, opts.num_moduli, "none", False, start)
+    whole = decisions.decide_fast(opts.backend, na, nb, 1, opts.scheme, opts.num_moduli, "none", False, start)
     (r0, r1), (c0, c1) = rows, cols
     idx = np.arange(c0, c1)
     if complex_:

@@ -17,11 +17,9 @@ import time
 
 import numpy as np
 
-from ..backends.cpu.backend import Operand
 from ..core.moduli import MODULI, crt_plan
 from ..core.pipeline import residue_dtype
 from ..core.products import complex_product, modular_product
-from ..backends.cpu.residues import fits_split
 from .layout import bounds
 from .traffic import bcast
 
@@ -78,7 +76,7 @@ def modular_summa(A, B, dec, la, lb, opts, width: int, complex_: bool, tr):
     parts = 3 if complex_ else 1
     acc = np.zeros((parts, N, 1, m, n))
     (Ea, za), (Eb, zb) = la.exponents, lb.exponents
-    split_a, split_b = fits_split(Ea, za, s), fits_split(Eb, zb, t)
+    split_a, split_b = backend.residue_pass(Ea, za, s), backend.residue_pass(Eb, zb, t)
     sec = dict.fromkeys(("residues", "products", "communication", "reconstruction"), 0.0)
     for i, (k0, k1, qa, a0, pb, b0) in enumerate(owners(A.grid, k, width)):
         t0 = time.perf_counter()
@@ -87,7 +85,8 @@ def modular_summa(A, B, dec, la, lb, opts, width: int, complex_: bool, tr):
         sec["communication"] += t1 - t0
         if not (m and n):
             continue
-        oa, ob = Operand(embedded(pa, 0)[None], 0), Operand(embedded(pbk, 1)[None], 1)
+        oa = backend.operand(embedded(pa, 0)[None], 0)
+        ob = backend.operand(embedded(pbk, 1)[None], 1)
         RA = backend.residues(oa, s, moduli, np.empty((N,) + oa.layout(1)), split_a)
         RB = backend.residues(ob, t, moduli, np.empty((N,) + ob.layout(1)), split_b)
         t2 = time.perf_counter()

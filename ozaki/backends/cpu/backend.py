@@ -1,16 +1,13 @@
-"""The backend: the array namespace, the O(n^2) passes, their threads and the engines.
+"""The CPU backend: numpy arrays, numba passes on ozaki's own threads, the host engines.
 
-The phases (:mod:`ozaki.core.decisions`, :mod:`ozaki.core.pipeline`) are written against
-this seam: they hold operands as :class:`Operand` stacks and call the passes
-below, never a compiled kernel directly. The CPU backend runs numba kernels
-(:mod:`ozaki.backends.cpu.kernels`) on its own threads (:mod:`ozaki.backends.cpu.parallel`: no lock, safe
-across ``fork``) and multiplies on the CPU engines (:mod:`ozaki.backends.engines`); a
-GPU backend replaces the passes and the engines, not the phases.
-
-Operands are **stacks**: ``A`` of shape (b, m, k) has its shifts on rows, ``B``
-of shape (b, k, n) on columns; a 2-D operand is a stack of one, and a stack of
-one may be shared by the ``b`` slices of its partner (the passes broadcast it).
-Per-line data has shape (b, lines); shifts too.
+Implements :class:`ozaki.core.backend.Backend`. The compiled passes
+(:mod:`~ozaki.backends.cpu.lines`, :mod:`~ozaki.backends.cpu.residues`,
+:mod:`~ozaki.backends.cpu.reconstruct`, :mod:`~ozaki.backends.cpu.bounds`,
+:mod:`~ozaki.backends.cpu.exactdot`, :mod:`~ozaki.backends.cpu.dot2`) release the GIL
+and run on the threads of :mod:`ozaki.backends.cpu.parallel` (no lock, safe across
+``fork``); the exact products run on the host engines (:mod:`ozaki.backends.engines`).
+Nothing here changes process-wide state: no BLAS thread limit, no environment
+variable; the pass threads are capped per calling thread (:func:`ozaki.set_workers`).
 """
 
 from __future__ import annotations
@@ -18,23 +15,19 @@ from __future__ import annotations
 import contextlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import numpy as np
 
-from . import bounds, lines, parallel, reconstruct, residues
+from ...core.backend import Operand
 from ..engines import ENGINES, BlasEngine, Engine, get_engine
+from . import bounds, dot2, exactdot, lines, parallel, reconstruct, residues
 
-__all__ = ["Operand", "CPUBackend", "get_backend", "pow2mod", "MAX_EXPONENT"]
+__all__ = ["CPUBackend", "pow2mod", "MAX_EXPONENT"]
 
 #: ``2**E mod p`` is tabulated for scaled exponents ``E`` below this bound.
 MAX_EXPONENT = 1100
 
 _POW2MOD: dict[int, np.ndarray] = {}
-_BLAS = None  # a threadpoolctl controller, made at first use
-_BLAS_LIMIT = None  # the limit in force while calls need one BLAS thread
-_BLAS_USERS = [0]  # calls inside one_blas_thread
-_BLAS_LOCK = threading.Lock()
 
 
 def pow2mod(p: int) -> np.ndarray:
@@ -45,62 +38,6 @@ def pow2mod(p: int) -> np.ndarray:
         tab.flags.writeable = False  # shared by every call: nobody may change it
         _POW2MOD[p] = tab
     return tab
-
-
-class Operand:
-    """A float64 stack read as C-ordered bits; ``outer`` is the axis that gets shifts.
-
-    ``X`` has shape (b, r, c): ``outer = 0`` for a left operand (shifts on its
-    rows), ``1`` for a right one (shifts on its columns). Slices stored in
-    Fortran order are read through their transpose (no copy); planes are then
-    returned transposed, so they always have the product's shape.
-    """
-
-    def __init__(self, X: np.ndarray, outer: int):
-        if X.ndim != 3:  # pragma: no cover - the front reshapes
-            raise AssertionError("operands are stacks (b, r, c)")
-        self.X = X
-        self.outer = outer
-        self.shape = X.shape
-        XT = X.transpose(0, 2, 1)
-        if X.flags.c_contiguous:
-            self.bits, self.axis, self.T = X.view(np.int64), outer, False
-        elif XT.flags.c_contiguous:
-            self.bits, self.axis, self.T = XT.view(np.int64), 1 - outer, True
-        else:
-            self.bits = np.ascontiguousarray(X).view(np.int64)
-            self.axis, self.T = outer, False
-
-    def sub(self, lo: int, hi: int) -> "Operand":
-        """The slices ``lo:hi`` of the stack (a view)."""
-        return Operand(self.X[lo:hi], self.outer)
-
-    @property
-    def batch(self) -> int:
-        return self.shape[0]
-
-    @property
-    def lines(self) -> int:
-        """Number of lines that get shifts (rows of A, columns of B)."""
-        return self.shape[1 + self.outer]
-
-    @property
-    def inner(self) -> int:
-        return self.shape[2 - self.outer]
-
-    def _shifts(self, shift: np.ndarray):
-        b = shift.shape[0]
-        other = self.bits.shape[2 - self.axis]
-        zeros = np.zeros((b, other), np.int64)
-        return (shift, zeros) if self.axis == 0 else (zeros, shift)
-
-    def plane(self, buf: np.ndarray) -> np.ndarray:
-        """``buf`` (in the bits' layout) as planes of the product's shape (last two axes)."""
-        return buf.swapaxes(-1, -2) if self.T else buf
-
-    def layout(self, b: int) -> tuple[int, int, int]:
-        """Shape of a plane of ``b`` slices in the bits' layout."""
-        return (b,) + self.bits.shape[1:]
 
 
 class CPUBackend:
@@ -154,31 +91,22 @@ class CPUBackend:
     def _serial(self) -> bool:
         return getattr(self._local, "serial", False)
 
-    @contextlib.contextmanager
-    def one_blas_thread(self):
-        """BLAS on one thread while any call needs it (restored by the last one out).
+    def run_pieces(self, piece, pieces, threads: int) -> list:
+        """``[piece(p) for p in pieces]``; on ``threads`` worker threads when above 1,
+        each running its pieces' passes alone (:meth:`serial_passes`).
 
-        Worker threads each run their own GEMMs. The limit is process-wide, as
-        threadpoolctl's are; calls that overlap from several threads share one
-        limit (counted), so the count the process had comes back whatever order
-        they finish in.
+        BLAS is left as the process has it (no thread limit, which would be
+        process-wide): on two cores the pieces measured the same either way.
         """
-        global _BLAS, _BLAS_LIMIT
-        with _BLAS_LOCK:
-            if _BLAS_USERS[0] == 0:
-                if _BLAS is None:
-                    from threadpoolctl import ThreadpoolController
-                    _BLAS = ThreadpoolController()
-                _BLAS_LIMIT = _BLAS.limit(limits=1, user_api="blas")
-            _BLAS_USERS[0] += 1
-        try:
-            yield
-        finally:
-            with _BLAS_LOCK:
-                _BLAS_USERS[0] -= 1
-                if _BLAS_USERS[0] == 0:
-                    _BLAS_LIMIT.restore_original_limits()
-                    _BLAS_LIMIT = None
+        if threads <= 1:
+            return [piece(p) for p in pieces]
+
+        def on_worker(p):
+            with self.serial_passes():
+                return piece(p)
+
+        with ThreadPoolExecutor(threads) as pool:
+            return list(pool.map(on_worker, pieces))
 
     # -- engines ------------------------------------------------------------
 
@@ -189,37 +117,24 @@ class CPUBackend:
     def engine_names(self) -> list[str]:
         return [name for name, cls in ENGINES.items() if cls().available()]
 
-    #: Output entries above which :meth:`matmul` splits a product's columns over
-    #: threads (4096 columns at least per thread).
-    split_gemm_above = 1 << 22
-
     def matmul(self, engine: Engine, X, Y, amax: int, bmax: int, out):
-        """Exact ``out = X @ Y`` by ``engine`` (:meth:`ozaki.backends.engines.Engine.matmul`).
-
-        A wide product runs a block of ``out``'s columns per pass thread, each on
-        one BLAS thread: after a multithreaded GEMM the BLAS threads spin-wait a
-        while, beside the compiled pass that follows (the row maxima after the
-        wide case's floor GEMM took 1.5-2x as long). Exact integers: the split
-        changes no entry.
-        """
-        threads, n = self.pass_threads(), out.shape[-1]
-        if threads < 2 or out.size <= self.split_gemm_above or n < 4096 * threads:
-            return engine.matmul(X, Y, amax, bmax, out=out)
-        edges = [n * i // threads for i in range(threads + 1)]
-
-        def block(i):
-            cols = slice(edges[i], edges[i + 1])
-            engine.matmul(X, Y[..., cols], amax, bmax, out=out[..., cols])
-
-        with self.one_blas_thread(), ThreadPoolExecutor(threads) as pool:
-            list(pool.map(block, range(threads)))
-        return out
+        """Exact ``out = X @ Y`` by ``engine`` (:meth:`ozaki.core.engine.Engine.matmul`)."""
+        return engine.matmul(X, Y, amax, bmax, out=out)
 
     def exact_engine(self) -> Engine:
         """The engine of the refinement's FP64 bound GEMMs."""
         return BlasEngine()
 
     # -- passes on operands -------------------------------------------------
+
+    def operand(self, X: np.ndarray, outer: int) -> Operand:
+        """``X`` (b, r, c) float64 as an :class:`~ozaki.core.backend.Operand`."""
+        return Operand(X, outer)
+
+    def residue_pass(self, E, zero, shift) -> int:
+        """:func:`~ozaki.backends.cpu.residues.fits_split`: 3 or 4 digits, 0 for the
+        general pass."""
+        return residues.fits_split(E, zero, shift)
 
     def line_stats(self, op: Operand):
         """``(maxbits, nonfinite, nonzeros)`` per line, each of shape (b, lines)."""
@@ -354,8 +269,28 @@ class CPUBackend:
         """Scaled column maxima (K, b, n) of ``U`` for ``K`` sets of row shifts (K, b, m)."""
         return bounds.upper_scaled_colmax(G, rF, cF, nA, nB, sigma)
 
-    def asarray(self, X: Any) -> np.ndarray:
-        return np.asarray(X)
+    def componentwise_ratios(self, G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety,
+                             ratio, bound, probe):
+        return bounds.componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f,
+                                           safety, ratio, bound, probe)
+
+    def normwise_maxima(self, E, zero, lo2, hi1, shift):
+        return bounds.normwise_maxima(E, zero, lo2, hi1, shift)
+
+    # -- exact arithmetic -----------------------------------------------------
+
+    def exact_dot(self, A, Bt, ri, ci):
+        """:func:`ozaki.backends.cpu.exactdot.dot_rows_cols`."""
+        return exactdot.dot_rows_cols(A, Bt, ri, ci)
+
+    def small_lines(self, A, B, b: int):
+        return dot2.small_lines(A, B, b)
+
+    def dot2(self, A, B, out, lines: bool):
+        return dot2.dot2(A, B, out, lines, parallel.threads())
+
+    def abs_product(self, A, B, out) -> None:
+        dot2.abs_product(A, B, out, parallel.threads())
 
 
 def _short(bound: int) -> bool:
@@ -368,13 +303,3 @@ def _short(bound: int) -> bool:
 def modular_constants(p: int) -> tuple[float, float, float]:
     """``(p, fl(1/p), 2**26 mod p)`` as floats, the arguments of :func:`ozaki.backends.cpu.kernels.smod`."""
     return float(p), 1.0 / p, float(pow(2, 26, p))
-
-
-_CPU = CPUBackend()
-
-
-def get_backend(name: str | None = None) -> CPUBackend:
-    """The backend for ``name`` (``None`` or ``"cpu"``: the CPU backend)."""
-    if name in (None, "cpu"):
-        return _CPU
-    raise ValueError(f"backend must be 'cpu', got {name!r}")

@@ -25,6 +25,8 @@ scaled by ``2**(srow[i] + scol[j])``: the row shifts of ``A`` are passed as
 
 from __future__ import annotations
 
+import math
+
 import numba as nb
 import numpy as np
 
@@ -68,6 +70,17 @@ def smod(y, p, pinv, c26):
     elif r < hi - p + 1.0:
         r += p
     return r
+
+
+@nb.njit(inline="always")
+def line_exponent(maxbits):
+    """``E`` of :func:`ozaki.core.scaling.exponents` for one line (0 on an all-zero line)."""
+    ex = maxbits >> 52
+    if maxbits == 0:
+        return 0
+    if ex > 0:
+        return ex - 1022
+    return math.frexp(float(maxbits))[1] - 1074  # mant < 2**52: exact in FP64
 
 
 @nb.njit(inline="always")

@@ -15,9 +15,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .kernels import _CACHE, _HIDDEN, _MANT, column_chunk, column_chunks
+from .kernels import _CACHE, _HIDDEN, _MANT, column_chunk, column_chunks, line_exponent
 from .parallel import run
-from ...core.scaling import line_exponent
 
 __all__ = ["absmax_bits", "line_floors", "line_norms", "norm_sums", "quantize_down"]
 
