@@ -9,17 +9,22 @@ Remainder Theorem. Bitwise reproducible across engines and thread counts.
 """
 
 from .api.arguments import MODES
-from .core.certify import CertificationError
-from .backends.engines import available_engines
+from .api.costs import exact_gemms, workspace_bytes
+from .api.facts import (Resolved, gemms_per_modulus, get_engine, get_workers, moduli,
+                        resolve_options, set_workers)
 from .api.front import dgemm, gemm, zgemm
 from .api.prepared import PreparedOperand, prepare
 from .api.stacks import matmul
+from .backends import available_backends
+from .backends.engines import available_engines
+from .core.certify import CertificationError
+from .core.engine import Engine
 from .core.info import PHASES, OzakiInfo
 from .core.moduli import MODULI_VERSION, SCHEMES, auto_num_moduli
-from .core.products import exact_gemms
-from .core.workspace import workspace_bytes
 
 __all__ = ["dgemm", "gemm", "zgemm", "matmul", "prepare", "PreparedOperand",
            "available_engines", "workspace_bytes", "OzakiInfo", "CertificationError",
-           "MODULI_VERSION", "exact_gemms", "auto_num_moduli", "SCHEMES", "MODES", "PHASES"]
+           "MODULI_VERSION", "exact_gemms", "auto_num_moduli", "SCHEMES", "MODES", "PHASES",
+           "available_backends", "set_workers", "get_workers", "resolve_options", "Resolved",
+           "get_engine", "Engine", "moduli", "gemms_per_modulus"]
 __version__ = "0.1.0"

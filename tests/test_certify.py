@@ -261,7 +261,8 @@ def test_fused_counts_equal_separate_counts(shape, wide_exponents):
 def test_fused_certificates_equal_separate_ones(scheme, rng):
     """``componentwise`` at (K, b) counts: each certificate is the one count's alone."""
     from ozaki.core import certify, decisions
-    from ozaki.backends.cpu.backend import Operand, get_backend
+    from ozaki.core.backend import Operand
+    from ozaki.backends import get_backend
     from ozaki.backends.engines import get_engine
     from ozaki.core.pipeline import Prepared
     be = get_backend()
@@ -287,7 +288,8 @@ def test_floor_gemm_in_fp32_where_exact_and_the_decisions_do_not_see_it(k, rng):
     (k = 2**17: r = 4); either way the exact integer product of the floors, and
     the certificate and shifts from an FP32 ``G`` are those from its FP64 copy."""
     from ozaki.core import decisions
-    from ozaki.backends.cpu.backend import Operand, get_backend
+    from ozaki.core.backend import Operand
+    from ozaki.backends import get_backend
     from ozaki.backends.engines import get_engine
     from ozaki.core.pipeline import Prepared
     from ozaki.core.scaling import quantization_bits

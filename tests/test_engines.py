@@ -227,7 +227,7 @@ def test_exact_gemms_fp8_digits_on_the_fp8_engine(rng):
 def test_product_bound_holds_on_extreme_residues(scheme, rng):
     """``product_bound`` bounds every modular product, k-blocked or not; with it
     the fp64 primes' products up to k = 2048 take the one-step reduction."""
-    from ozaki.backends.cpu.backend import get_backend
+    from ozaki.backends import get_backend
     from ozaki.core.moduli import MODULI, half_range
     from ozaki.core.products import modular_product, product_bound, product_kblock
     backend = get_backend()
@@ -249,32 +249,3 @@ def test_product_bound_holds_on_extreme_residues(scheme, rng):
     if scheme == "fp64":
         assert all(product_bound(BlasEngine(), p, 2048) <= 2 ** 52 for p in MODULI["fp64"])
         assert product_bound(BlasEngine(), MODULI["fp64"][0], 4096) > 2 ** 52
-
-
-@pytest.mark.parametrize("threads", [2, 3])
-@pytest.mark.parametrize("xs,ys,dtype", [((1, 40, 30), (1, 30, 20000), np.float32),
-                                         ((2, 9, 30), (1, 30, 13001), np.float64),
-                                         ((1, 5, 700), (1, 700, 12300), np.float64)])
-def test_backend_splits_wide_exact_products_over_threads(threads, xs, ys, dtype, rng,
-                                                         monkeypatch):
-    """A wide product runs a block of columns per thread, each on one BLAS thread:
-    the exact integer product, into a strided ``out`` too, and the process's BLAS
-    thread count is restored."""
-    from threadpoolctl import threadpool_info
-
-    from ozaki.backends.cpu.backend import CPUBackend
-    be = CPUBackend()
-    monkeypatch.setattr(be, "split_gemm_above", 1000)
-    monkeypatch.setattr(be, "pass_threads", lambda: threads)
-    blas_before = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
-    amax = 511 if dtype == np.float32 else 2 ** 14
-    X = rng.integers(-amax, amax + 1, xs).astype(np.float64)
-    Y = rng.integers(-amax, amax + 1, ys).astype(np.float64)
-    want = np.matmul(X.astype(np.int64), Y.astype(np.int64))
-    wide = np.full(want.shape[:-1] + (2 * want.shape[-1],), np.nan, dtype)
-    eng = _Recording()
-    got = be.matmul(eng, X, Y, amax, amax, wide[..., 1::2])
-    assert len(eng.calls) == threads  # a block of columns per thread
-    assert np.array_equal(got, want) and np.isnan(wide[..., ::2]).all()
-    assert [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"] \
-        == blas_before

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 import ozaki
 from ozaki.core import decisions
 from ozaki.api.arguments import policy_for, resolve
-from ozaki.backends.cpu.backend import Operand, get_backend
+from ozaki.core.backend import Operand
+from ozaki.backends import get_backend
 from ozaki.core.moduli import auto_num_moduli
 from ozaki.core.pipeline import Options, Prepared, decide, emulate
 from validation.reference import fraction_matmul, test_matrix
@@ -890,7 +891,7 @@ def test_k_pieces_combine_to_the_whole_fast_decision(case, scheme, count, rng):
         ref = decisions.Norms(h, *backend.norm_sums((pa, pb)[side].op, shift))
         assert np.array_equal(got.S2, ref.S2) and np.array_equal(got.S1, ref.S1)
         norms.append(got.normwise(lines))
-    dec = decisions.decide_fast(norms[0], norms[1], b, scheme, count, opts.policy, True,
+    dec = decisions.decide_fast(backend, norms[0], norms[1], b, scheme, count, opts.policy, True,
                                 auto_num_moduli(scheme, k))
     _same_decision(dec, whole)
 
@@ -1010,8 +1011,8 @@ def test_prepared_residues_keep_only_the_last_shifts(rng):
 
 
 def test_pieces_on_worker_threads_keep_the_bits(rng, monkeypatch):
-    # stack chunks and column blocks run on worker threads with serial passes and one
-    # BLAS thread; the bits are those of the pieces run one after the other
+    # stack chunks and column blocks run on worker threads with serial passes; the
+    # bits are those of the pieces run one after the other
     import threadpoolctl
 
     import ozaki.core.pieces as pieces
@@ -1033,7 +1034,7 @@ def test_pieces_on_worker_threads_keep_the_bits(rng, monkeypatch):
     before = blas_threads()
     threaded = [ozaki.matmul(A, B, bounds=True, return_info=True) for A, B in cases]
     after = blas_threads()
-    assert all(after[path] == v for path, v in before.items())  # BLAS threads restored
+    assert all(after[path] == v for path, v in before.items())  # BLAS threads untouched
     monkeypatch.setattr(pipeline, "piece_threads", lambda *a: 1)
     for (A, B), (C, info) in zip(cases, threaded):
         want, wi = ozaki.matmul(A, B, bounds=True, return_info=True)
@@ -1041,19 +1042,35 @@ def test_pieces_on_worker_threads_keep_the_bits(rng, monkeypatch):
     assert used == [2, 2, 2]  # every case went to the workers
 
 
-def test_overlapping_calls_restore_the_blas_threads():
-    # two calls that need one BLAS thread and finish out of order restore the count
+def test_calls_leave_the_blas_threads_of_other_threads_alone(rng, monkeypatch):
+    # while calls run their pieces on worker threads, the process's BLAS thread count
+    # (what another thread's numpy product gets) never changes
+    import threading
+
     import threadpoolctl
+
+    import ozaki.core.pieces as pieces
+    import ozaki.core.pipeline as pipeline
+    for module in (pipeline, pieces):
+        monkeypatch.setattr(module, "CHUNK_BYTES", 8 * 3 * 64 * 4)
+    monkeypatch.setattr(type(get_backend()), "pass_threads", lambda self: 2)
 
     def blas_threads():
         return {d["filepath"]: d["num_threads"] for d in threadpoolctl.threadpool_info()
                 if d["user_api"] == "blas"}
     before = blas_threads()
-    first, second = get_backend().one_blas_thread(), get_backend().one_blas_thread()
-    first.__enter__()
-    second.__enter__()
-    assert set(blas_threads().values()) == {1}
-    first.__exit__(None, None, None)
-    assert set(blas_threads().values()) == {1}  # the second still needs it
-    second.__exit__(None, None, None)
-    assert blas_threads() == before
+    A, B = rng.standard_normal((64, 8, 8)), rng.standard_normal((64, 8, 8))
+    seen, done = [], threading.Event()
+
+    def calls():
+        try:
+            for _ in range(5):
+                ozaki.matmul(A, B)
+        finally:
+            done.set()
+    worker = threading.Thread(target=calls)
+    worker.start()
+    while not done.is_set():
+        seen.append(blas_threads())
+    worker.join()
+    assert seen and all(s == before for s in seen)

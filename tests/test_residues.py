@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from ozaki.backends.cpu import residues
-from ozaki.backends.cpu.backend import Operand, get_backend
+from ozaki.core.backend import Operand
+from ozaki.backends import get_backend
 from ozaki.core.moduli import MODULI
 from ozaki.core.scaling import exponents
 from test_kernels import sym, trunc_scaled  # the exact references, Python integers

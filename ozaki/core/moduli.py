@@ -256,3 +256,9 @@ def auto_num_moduli(scheme: str, k: int) -> int:
         if n >= MIN_MODULI and bits >= target:
             return n
     return len(MODULI[scheme])
+
+
+def residue_dtype(moduli) -> np.dtype:
+    """Smallest integer type that holds every symmetric residue of ``moduli``."""
+    top = max(moduli)
+    return np.dtype(np.int8 if top <= 256 else np.int16 if top <= 65536 else np.int32)

@@ -32,12 +32,12 @@ from .backend import Operand
 from .certify import CertificationError, explain
 from .engine import Engine
 from .info import OzakiInfo
-from .moduli import MODULI, auto_num_moduli, crt_plan
+from .moduli import MODULI, auto_num_moduli, crt_plan, residue_dtype
 from .products import complex_product, gemms_per_modulus, modular_product, product_bound
 from .pieces import CHUNK_BYTES, GROUP_BYTES, column_block, piece_bytes, piece_threads
 from .workspace import workspace
 
-__all__ = ["Options", "Prepared", "decide", "emulate", "slice_operands", "residue_dtype",
+__all__ = ["Options", "Prepared", "decide", "emulate", "slice_operands",
            "CHUNK_BYTES"]
 
 
@@ -126,12 +126,6 @@ class Prepared:
         planes = self.backend.residues(op, shift, moduli, out, fit, cols).copy()
         self.residues[key] = (tag, planes)  # the last shifts' planes, nothing older
         return planes
-
-
-def residue_dtype(moduli) -> np.dtype:
-    """Smallest integer type that holds every symmetric residue of ``moduli``."""
-    top = max(moduli)
-    return np.dtype(np.int8 if top <= 256 else np.int16 if top <= 65536 else np.int32)
 
 
 def _norms(backend, prep: Prepared, k: int) -> decisions.Norms:

@@ -87,34 +87,3 @@ def workspace() -> Workspace:
     if ws is None:
         ws = _local.ws = Workspace()
     return ws
-
-
-def workspace_bytes(m: int, n: int, k: int, *, scheme: str = "fp64",
-                    num_moduli: int | str = "auto", engine=None) -> int:
-    """Bytes of workspace that ``dgemm`` of an (m, k) by (k, n) product takes.
-
-    For ``num_moduli="auto"`` the count is data-dependent; this gives the size
-    for the typical count (16, 13, 6 at ``k <= 4096``). A product small enough
-    keeps its N residue planes per operand and its N exact products in FP64
-    (about ``8 N (m k + k n + m n)`` bytes, at most a few tens of MiB); a large
-    one holds one FP64 residue plane per operand (``m k + k n`` doubles), one
-    FP64 product plane (``m n``) and the N modular products as small integers
-    (``N m n`` elements of 1, 2 or 4 bytes for the int8, fp8 and fp64 schemes):
-    for the fp64 scheme with 6 moduli and ``m = n = k``, ``6 n**2`` doubles (the
-    result adds one more). A wide product with a small ``A`` runs in blocks of
-    columns and needs only a block's share. Simulation engines and k-blocking
-    add their own temporaries.
-    """
-    from ..api.arguments import resolve
-    from .moduli import MODULI, auto_num_moduli
-    from .pieces import column_block, piece_bytes
-    from .pipeline import residue_dtype
-    for name, v in (("m", m), ("n", n), ("k", k)):
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
-    scheme, num_moduli, _, _ = resolve(scheme, num_moduli, "accurate", engine)
-    if num_moduli == "auto":
-        num_moduli = auto_num_moduli(scheme, k)
-    item = residue_dtype(MODULI[scheme][:num_moduli]).itemsize
-    w = column_block(None, m, k, n, num_moduli)
-    return piece_bytes(1, m, k, w, num_moduli, item, blocked=w < n)

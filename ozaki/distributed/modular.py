@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from ..core.moduli import MODULI, crt_plan
-from ..core.pipeline import residue_dtype
+from ..core.moduli import residue_dtype
 from ..core.products import complex_product, modular_product
 from .layout import bounds
 from .traffic import bcast

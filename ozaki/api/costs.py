@@ -1,0 +1,79 @@
+"""What a call costs before it runs: its exact GEMMs and its workspace."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.engine import Engine
+from ..core.moduli import MODULI, auto_num_moduli, residue_dtype
+from ..core.pieces import column_block, piece_bytes
+from ..core.products import product_calls
+from ..core.scaling import quantization_bits
+from .arguments import resolve
+
+__all__ = ["exact_gemms", "workspace_bytes"]
+
+
+def exact_gemms(k: int, *, scheme: str = "fp64", num_moduli: int = 6, mode: str = "fast",
+                engine: str | Engine | None = None) -> list[tuple[int, int, int]]:
+    """The exact GEMMs one ``dgemm`` call runs at a given count, before any refinement.
+
+    Parameters
+    ----------
+    k : int
+        Inner dimension.
+    scheme, mode, engine
+        As for :func:`dgemm` (``scheme="auto"`` resolves as there).
+    num_moduli : int
+        The count N the call settled on (``info.num_moduli``).
+
+    Returns
+    -------
+    list of (k_call, amax, bmax)
+        One entry per ``engine.matmul`` call: its inner dimension and operand
+        bounds (:meth:`~ozaki.backends.engines.Engine.blocks` gives its exact blocks). In
+        accurate mode the first is the bound GEMM; then, modulus by modulus, the
+        products (k-blocked, FP8 digits: three per block). The data-dependent
+        refinement (two FP64 GEMMs on a failing block, ``info.refined_block``) is
+        not included. The entries of one modulus's k-blocks together count as
+        :func:`~ozaki.core.products.gemms_per_modulus` GEMMs in ``info.gemms``.
+    """
+    if not isinstance(k, (int, np.integer)) or k < 0:
+        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    scheme, num_moduli, mode, eng = resolve(scheme, num_moduli, mode, engine)
+    if num_moduli == "auto":
+        raise ValueError("num_moduli must be the count a call used (info.num_moduli), not 'auto'")
+    calls = []
+    if mode == "accurate":
+        q = 2 ** quantization_bits(scheme, k) - 1
+        calls.append((int(k), q, q))
+    for p in MODULI[scheme][:num_moduli]:
+        calls += product_calls(eng, p, int(k))
+    return calls
+
+
+def workspace_bytes(m: int, n: int, k: int, *, scheme: str = "fp64",
+                    num_moduli: int | str = "auto", engine=None) -> int:
+    """Bytes of workspace that ``dgemm`` of an (m, k) by (k, n) product takes.
+
+    For ``num_moduli="auto"`` the count is data-dependent; this gives the size
+    for the typical count (16, 13, 6 at ``k <= 4096``). A product small enough
+    keeps its N residue planes per operand and its N exact products in FP64
+    (about ``8 N (m k + k n + m n)`` bytes, at most a few tens of MiB); a large
+    one holds one FP64 residue plane per operand (``m k + k n`` doubles), one
+    FP64 product plane (``m n``) and the N modular products as small integers
+    (``N m n`` elements of 1, 2 or 4 bytes for the int8, fp8 and fp64 schemes):
+    for the fp64 scheme with 6 moduli and ``m = n = k``, ``6 n**2`` doubles (the
+    result adds one more). A wide product with a small ``A`` runs in blocks of
+    columns and needs only a block's share. Simulation engines and k-blocking
+    add their own temporaries.
+    """
+    for name, v in (("m", m), ("n", n), ("k", k)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
+    scheme, num_moduli, _, _ = resolve(scheme, num_moduli, "accurate", engine)
+    if num_moduli == "auto":
+        num_moduli = auto_num_moduli(scheme, k)
+    item = residue_dtype(MODULI[scheme][:num_moduli]).itemsize
+    w = column_block(None, m, k, n, num_moduli)
+    return piece_bytes(1, m, k, w, num_moduli, item, blocked=w < n)

@@ -1,0 +1,104 @@
+"""Scheme facts, engines, option checking and the worker scope: what other packages read.
+
+:mod:`fft`, :mod:`tme_model`, :mod:`validation` and the benchmarks use these (and
+the products) only, never ozaki's internal modules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator, NamedTuple
+
+from ..backends.cpu import parallel
+from ..backends.engines import get_engine as _host_engine
+from ..core.engine import Engine
+from ..core.moduli import MODULI
+from ..core.products import gemms_per_modulus as _per_modulus
+from .arguments import resolve
+
+__all__ = ["Resolved", "resolve_options", "get_engine", "moduli", "gemms_per_modulus",
+           "set_workers", "get_workers"]
+
+
+class Resolved(NamedTuple):
+    """Options as a call resolves them (:func:`resolve_options`)."""
+
+    scheme: str
+    num_moduli: int | str
+    mode: str
+    engine: Engine
+
+
+def resolve_options(scheme: str = "auto", num_moduli: int | str = "auto",
+                    mode: str = "accurate", engine: str | Engine | None = "auto") -> Resolved:
+    """Check ``scheme``, ``num_moduli``, ``mode`` and ``engine`` as :func:`ozaki.dgemm` does.
+
+    Raises the errors a product would raise with these options; returns them
+    resolved (``scheme="auto"`` becomes the engine's preferred scheme, ``engine``
+    an :class:`~ozaki.core.engine.Engine`).
+
+    Examples
+    --------
+    >>> import ozaki
+    >>> ozaki.resolve_options(engine="cpu-int8").scheme
+    'int8'
+    """
+    return Resolved(*resolve(scheme, num_moduli, mode, engine))
+
+
+def get_engine(engine: str | Engine | None = "auto", scheme: str | None = None) -> Engine:
+    """The host engine ``engine`` (a name of :func:`ozaki.available_engines`, ``"auto"``:
+    ``cpu-blas``), checked to run ``scheme`` when given."""
+    return _host_engine(engine, scheme)
+
+
+def moduli(scheme: str) -> tuple[int, ...]:
+    """The moduli of ``scheme`` in the order a product uses them (its first ``N``).
+
+    Examples
+    --------
+    >>> import ozaki
+    >>> ozaki.moduli("int8")[:3]
+    (255, 253, 251)
+    """
+    if scheme not in MODULI:
+        raise ValueError(f"scheme must be one of {', '.join(MODULI)}, got {scheme!r}")
+    return tuple(int(p) for p in MODULI[scheme])
+
+
+def gemms_per_modulus(scheme: str, engine: str | Engine | None = "auto") -> int:
+    """Exact GEMMs one modular product of ``scheme`` takes on ``engine`` (full ``k``).
+
+    1 where the engine multiplies the residues directly, 3 where they are split
+    into FP8 digits; the same for every modulus of the scheme.
+    """
+    eng = get_engine(engine, scheme)
+    counts = {_per_modulus(eng, p) for p in moduli(scheme)}
+    if len(counts) != 1:  # pragma: no cover - no such engine today
+        raise ValueError(f"GEMMs per modulus of {scheme} vary on {eng.name}: {sorted(counts)}")
+    return counts.pop()
+
+
+@contextlib.contextmanager
+def set_workers(workers: int) -> Iterator[None]:
+    """Run the calling thread's ozaki passes on at most ``workers`` threads in the block.
+
+    A context manager in the style of :func:`scipy.fft.set_workers`: local to the
+    calling thread (other threads keep their own count), restored on exit. The
+    bits do not depend on it.
+
+    Examples
+    --------
+    >>> import numpy as np, ozaki
+    >>> with ozaki.set_workers(1):
+    ...     C = ozaki.dgemm(np.eye(2), np.eye(2))
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    with parallel.limit(workers):
+        yield
+
+
+def get_workers() -> int:
+    """Threads the calling thread's passes may use now (:func:`set_workers`, else all)."""
+    return parallel.threads()
