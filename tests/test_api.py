@@ -21,8 +21,65 @@ def test_public_surface():
                                   "PreparedOperand", "available_engines", "workspace_bytes",
                                   "OzakiInfo", "CertificationError", "MODULI_VERSION",
                                   "exact_gemms", "auto_num_moduli", "SCHEMES", "MODES",
-                                  "PHASES"}
+                                  "PHASES", "available_backends", "set_workers", "get_workers",
+                                  "resolve_options", "Resolved", "get_engine", "Engine",
+                                  "moduli", "gemms_per_modulus"}
     assert ozaki.MODULI_VERSION == 1
+
+
+def test_import_is_light_and_compiles_nothing():
+    # ozaki's phases import no numba; the CPU backend loads it at its first product
+    code = ("import sys, time; t = time.perf_counter(); import ozaki; "
+            "print(time.perf_counter() - t, 'numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    seconds, numba = out.stdout.split()
+    assert numba == "False"
+    assert float(seconds) < 3.0  # 0.17 s warm on the development machine; CI is slower
+
+
+def test_backends_by_name_and_object():
+    A, B = np.arange(6.0).reshape(2, 3), np.ones((3, 2))
+    assert ozaki.available_backends() == ["cpu", "numpy"]
+    from ozaki.backends import get_backend
+    cpu = get_backend("cpu")
+    assert get_backend() is cpu and get_backend(cpu) is cpu
+    assert np.array_equal(ozaki.dgemm(A, B, backend=cpu), A @ B)
+    with pytest.raises(ValueError, match=r"backend must be one of \['cpu', 'numpy'\]"):
+        ozaki.dgemm(A, B, backend="gpu")
+    with pytest.raises(TypeError, match="implementing ozaki.core.backend.Backend"):
+        ozaki.dgemm(A, B, backend=object())
+
+
+def test_scheme_facts_and_option_checks():
+    assert ozaki.moduli("int8") == tuple(sorted(ozaki.moduli("int8"), reverse=True))
+    assert len(ozaki.moduli("fp64")) == 20 and all(isinstance(p, int) for p in ozaki.moduli("fp8"))
+    assert ozaki.gemms_per_modulus("fp8", "cpu-fp8") == 3
+    assert ozaki.gemms_per_modulus("int8", "cpu-int8") == 1
+    r = ozaki.resolve_options(engine="cpu-int8")
+    assert (r.scheme, r.num_moduli, r.mode, r.engine.name) == ("int8", "auto", "accurate",
+                                                               "cpu-int8")
+    assert isinstance(ozaki.get_engine("cpu-blas"), ozaki.Engine)
+    with pytest.raises(ValueError, match="scheme must be one of"):
+        ozaki.moduli("fp16")
+    with pytest.raises(ValueError, match="does not run scheme 'int8'"):
+        ozaki.resolve_options(scheme="int8", engine="cpu-fp8")
+
+
+def test_set_workers_is_scoped_to_the_calling_thread():
+    import threading
+    outside = ozaki.get_workers()
+    seen = []
+    with ozaki.set_workers(1):
+        assert ozaki.get_workers() == 1
+        t = threading.Thread(target=lambda: seen.append(ozaki.get_workers()))
+        t.start()
+        t.join()
+        assert np.array_equal(ozaki.dgemm(np.eye(3), np.eye(3)), np.eye(3))
+    assert ozaki.get_workers() == outside and seen == [outside]
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="workers must be a positive integer"):
+            with ozaki.set_workers(bad):
+                pass
 
 
 def test_import_is_light():
@@ -175,3 +232,12 @@ def test_main_job_runs_and_reports_every_scheme():
                                             for m in ("accurate", "fast")]
     assert all(float(r[4]) < 1e-12 for r in rows)  # max relative error column
     assert "exact values on 20 sampled entries" in out.stdout
+
+
+@pytest.mark.parametrize("name", ["ozaki", "ozaki.api.facts", "ozaki.api.front",
+                                  "ozaki.backends", "ozaki.backends.engines"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -11,6 +11,7 @@
   decision restricted to a column block gives the whole's bits.
 """
 
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -806,9 +807,8 @@ def test_accurate_decision_from_column_blocks(case, count, rng):
     assert np.array_equal(bd.G, ref_bd.G) and np.array_equal(bd.cF, ref_bd.cF)
     assert np.array_equal(f, ref_f) and np.array_equal(e, ref_e)
     from ozaki.core.pipeline import slice_operands
-    got = decisions.decide_accurate(opts.backend, bd, e, f, pa.lines, lb, b, scheme, k, count,
-                                    opts.policy, True,
-                                    lambda g: slice_operands(pa, pb, g, False),
+    got = decisions.decide_accurate(replace(opts, want_bound=True), bd, e, f, pa.lines, lb, b,
+                                    k, lambda g: slice_operands(pa, pb, g, False),
                                     auto_num_moduli(scheme, k))
     _same_decision(got, whole)
 
@@ -863,9 +863,8 @@ def test_k_pieces_combine_to_the_whole_decision(case, scheme, count, rng):
         assert np.array_equal(bd.G, ref_bd.G)
         # 3. the same decision (the refinement reads the whole slices: see the report)
         from ozaki.core.pipeline import slice_operands
-        got = decisions.decide_accurate(opts.backend, bd, e0, f0, la, lb, b, scheme, k, count,
-                                        opts.policy, True,
-                                        lambda g: slice_operands(pa, pb, g, False),
+        got = decisions.decide_accurate(replace(opts, want_bound=True), bd, e0, f0, la, lb, b,
+                                        k, lambda g: slice_operands(pa, pb, g, False),
                                         auto_num_moduli(scheme, k))
         _same_decision(got, whole)
 
@@ -891,7 +890,7 @@ def test_k_pieces_combine_to_the_whole_fast_decision(case, scheme, count, rng):
         ref = decisions.Norms(h, *backend.norm_sums((pa, pb)[side].op, shift))
         assert np.array_equal(got.S2, ref.S2) and np.array_equal(got.S1, ref.S1)
         norms.append(got.normwise(lines))
-    dec = decisions.decide_fast(backend, norms[0], norms[1], b, scheme, count, opts.policy, True,
+    dec = decisions.decide_fast(replace(opts, want_bound=True), norms[0], norms[1], b,
                                 auto_num_moduli(scheme, k))
     _same_decision(dec, whole)
 

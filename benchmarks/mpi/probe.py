@@ -114,13 +114,12 @@ def rank_rates(comm, profile, shape=(768, 768, 768), *, scheme: str | None = Non
     rates = {"gemm": profile.native_gemm_s(m, n, k) / sec["gemm"]}
     if scheme is not None:
         import ozaki
-        from ozaki.backends.cpu.backend import get_backend
-        from ozaki.backends.engines import get_engine
-        from ozaki.core.moduli import MODULI
+        # the pass measured on purpose: the bare modular products the SUMMA runs
+        from ozaki.backends import get_backend
         from ozaki.core.products import modular_product
 
-        moduli = MODULI[scheme][:int(num_moduli)]
-        eng, backend = get_engine(engine or "auto", scheme), get_backend()
+        moduli = ozaki.moduli(scheme)[:int(num_moduli)]
+        eng, backend = ozaki.get_engine(engine or "auto", scheme), get_backend()
         if products not in ("modular", "serial"):
             raise ValueError(f"products must be 'modular' or 'serial', got {products!r}")
         if products == "modular":

@@ -171,7 +171,7 @@ def resolve(scheme, num_moduli, mode, engine, backend=None) -> tuple[str, int | 
     """Check and resolve ``scheme``, ``num_moduli``, ``mode`` and ``engine`` (on ``backend``'s
     engines; ``None``: the host engines).
 
-    ``scheme="auto"`` is the engine's :attr:`~ozaki.backends.engines.Engine.preferred_scheme`.
+    ``scheme="auto"`` is the engine's :attr:`~ozaki.Engine.preferred_scheme`.
     """
     check_choice(scheme, "scheme", ("auto",) + SCHEMES)
     check_choice(mode, "mode", MODES)

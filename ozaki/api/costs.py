@@ -31,7 +31,7 @@ def exact_gemms(k: int, *, scheme: str = "fp64", num_moduli: int = 6, mode: str 
     -------
     list of (k_call, amax, bmax)
         One entry per ``engine.matmul`` call: its inner dimension and operand
-        bounds (:meth:`~ozaki.backends.engines.Engine.blocks` gives its exact blocks). In
+        bounds (:meth:`~ozaki.Engine.blocks` gives its exact blocks). In
         accurate mode the first is the bound GEMM; then, modulus by modulus, the
         products (k-blocked, FP8 digits: three per block). The data-dependent
         refinement (two FP64 GEMMs on a failing block, ``info.refined_block``) is

@@ -59,7 +59,7 @@ def moduli(scheme: str) -> tuple[int, ...]:
     --------
     >>> import ozaki
     >>> ozaki.moduli("int8")[:3]
-    (255, 253, 251)
+    (256, 255, 253)
     """
     if scheme not in MODULI:
         raise ValueError(f"scheme must be one of {', '.join(MODULI)}, got {scheme!r}")

@@ -189,7 +189,7 @@ def get_engine(engine: str | Engine | None, scheme: str | None = None) -> Engine
         eng = ENGINES[engine]()
     else:
         raise ValueError(f"engine must be one of {sorted(ENGINES)}, 'auto' or an "
-                         f"ozaki.backends.engines.Engine, got {engine!r}")
+                         f"ozaki.Engine, got {engine!r}")
     if not eng.available():
         raise ValueError(f"engine {eng.name!r} is not available on this machine")
     if scheme not in (None, "auto") and scheme not in eng.schemes:

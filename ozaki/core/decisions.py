@@ -226,7 +226,7 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
     ``floors`` may hold an operand's floors and their line sums already computed,
     ``(FA, rF)`` and ``(FB, cF)`` (they depend on that operand and ``r`` only);
     ``buffers`` the float32 planes for the floors (bits' layout) and FP64 memory
-    for ``G`` (:func:`ozaki.backends.engines.exact_out`). Returns ``(Bound, e, f, ((FA, rF), (FB,
+    for ``G`` (:func:`ozaki.core.engine.exact_out`). Returns ``(Bound, e, f, ((FA, rF), (FB,
     cF)))`` with ``e`` (ba, m), ``f`` (bb, n). For ``complex_``, ``pa`` is ``[Ar,
     Ai]``, ``pb`` is ``[Br; Bi]`` (bb, 2k, n) and ``lb`` the embedding's tiled
     column data: ``G``, ``cF`` and ``f`` are the real embedding's (``2n``
@@ -265,94 +265,132 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
     return Bound(r, G, rF, tile(cF)), e, f, kept
 
 
-def decide_accurate(backend, bd: Bound, e, f, la: Lines, lb: Lines, b: int, scheme: str,
-                    k: int, num_moduli, policy: str, want_bound: bool, operands, start: int,
-                    tie=None, reduce: certify.Whole = certify.WHOLE) -> Decision:
+def decide_accurate(opts, bd: Bound, e, f, la: Lines, lb: Lines, b: int, k: int, operands,
+                    start: int, tie=None, reduce: certify.Whole = certify.WHOLE) -> Decision:
     """Shifts, counts and certificate in accurate mode, for ``b`` slices at once.
 
-    All slices walk from the starting count together (down while certified, up
-    while not, for ``"auto"``). A slice not certified at the start is then
-    resolved on its own: where its coarse bound fails, the refined bound (two
-    exact FP64 GEMMs on the block of failing rows and columns) may certify at
-    this count, and for ``"auto"`` more moduli may too; it refines when the
-    block costs less than the extra moduli the coarse bound needs.
-    ``operands(g) -> (A_g, B_g)`` gives a slice's matrices for the refinement.
-    ``reduce`` combines the blocks of a distributed product
-    (:class:`ozaki.core.certify.Whole`): every outcome (counts, whether and where to
-    refine, failure counts) is then the whole product's, on every block.
+    ``opts`` is the call's :class:`~ozaki.core.pipeline.Options` (scheme, count,
+    policy, whether bounds are wanted, backend). All slices walk from the
+    starting count together (down while certified, up while not, for
+    ``"auto"``). A slice not certified at the start is then resolved on its own:
+    where its coarse bound fails, the refined bound (two exact FP64 GEMMs on the
+    block of failing rows and columns) may certify at this count, and for
+    ``"auto"`` more moduli may too; it refines when the block costs less than the
+    extra moduli the coarse bound needs. ``operands(g) -> (A_g, B_g)`` gives a
+    slice's matrices for the refinement. ``reduce`` combines the blocks of a
+    distributed product (:class:`ozaki.core.certify.Whole`): every outcome
+    (counts, whether and where to refine, failure counts) is then the whole
+    product's, on every block.
     """
-    m, n = bd.G.shape[1:]
+    run = _Accurate(opts, bd, e, f, la, lb, b, k, tie, reduce)
+    first, cert = run.walk(start)
+    refines = {}
+    if opts.num_moduli == "auto" or opts.policy != "none" or opts.want_bound:
+        for g in np.flatnonzero(first.uncertified):
+            cert = run.refine(g, cert, operands, refines)
+    mask = bound = None
+    if refines or opts.want_bound or (cert.uncertified.any() and opts.policy != "none"):
+        cert, mask, bound = run.per_entry(cert, refines)
+    return Decision(cert.num_moduli, run.e + cert.sigma, run.f + cert.tau, mask, bound,
+                    cert.max_ratio, cert.uncertified, "componentwise", run.gemms, run.refined)
 
-    def full(x, width):  # a shared operand's data, read by every slice
-        return x if x.shape[0] == b else np.broadcast_to(x, (b, width))
 
-    nA, nB, rF, cF = full(la.nnz, m), full(lb.nnz, n), full(bd.rF, m), full(bd.cF, n)
-    e, f = full(e, m), full(f, n)
-    auto = num_moduli == "auto"
-    count0 = start if auto else num_moduli
+class _Accurate:
+    """The steps of :func:`decide_accurate` over one stack's exact bound data."""
 
-    mu = reduce.row_max(backend.upper_rowmax(bd.G, rF, cF, nA, nB))  # the same for every count
+    def __init__(self, opts, bd: Bound, e, f, la: Lines, lb: Lines, b: int, k: int, tie,
+                 reduce: certify.Whole):
+        m, n = bd.G.shape[1:]
 
-    def evaluate(counts, g=None, **kw):
-        data, mu_g = (bd.G, rF, cF, nA, nB, e, f), mu
+        def full(x, width):  # a shared operand's data, read by every slice
+            return x if x.shape[0] == b else np.broadcast_to(x, (b, width))
+
+        self.opts, self.bd, self.la, self.lb, self.b, self.k = opts, bd, la, lb, b, k
+        self.m, self.n, self.tie, self.reduce = m, n, tie, reduce
+        self.nA, self.nB = full(la.nnz, m), full(lb.nnz, n)
+        self.rF, self.cF = full(bd.rF, m), full(bd.cF, n)
+        self.e, self.f = full(e, m), full(f, n)
+        self.auto = opts.num_moduli == "auto"
+        self.gemms, self.refined = 1, (0, 0)
+        # the row maxima of U: the same for every count
+        self.mu = reduce.row_max(opts.backend.upper_rowmax(bd.G, self.rF, self.cF,
+                                                           self.nA, self.nB))
+
+    def evaluate(self, counts, g=None, **kw) -> certify.Certificate:
+        """The certificate at ``counts`` (of slice ``g`` alone when given)."""
+        data = (self.bd.G, self.rF, self.cF, self.nA, self.nB, self.e, self.f)
+        mu = self.mu
         if g is not None:
-            data, mu_g = tuple(_slice(x, g) for x in data), _slice(mu, g)
-        return certify.componentwise(backend, *data, scheme, counts, tie=tie, mu=mu_g,
-                                     reduce=reduce, **kw)
+            data, mu = tuple(_slice(x, g) for x in data), _slice(mu, g)
+        return certify.componentwise(self.opts.backend, *data, self.opts.scheme, counts,
+                                     tie=self.tie, mu=mu, reduce=self.reduce, **kw)
 
-    counts0 = np.full(b, count0, np.int64)
-    below = None
-    if auto and MIN_MODULI < count0 <= max_moduli(scheme):
-        # the start and the first step down (the common outcome) in one pass
-        first, below = evaluate(np.stack([counts0, counts0 - 1]), probe=[False, True])
-    else:
-        first = evaluate(counts0)
-    cert = (choose_counts(evaluate, scheme, first.num_moduli, first=first, below=below)
-            if auto else first)
-    gemms, refines, refined = 1, {}, (0, 0)
-    for g in np.flatnonzero(first.uncertified) if (auto or policy != "none" or want_bound) \
-            else ():
+    def walk(self, start: int):
+        """``(first, cert)``: the certificate at the start count, and per slice at
+        the count the walk settles on (the start itself for an explicit count)."""
+        scheme = self.opts.scheme
+        self.count0 = count0 = start if self.auto else self.opts.num_moduli
+        counts0 = np.full(self.b, count0, np.int64)
+        below = None
+        if self.auto and MIN_MODULI < count0 <= max_moduli(scheme):
+            # the start and the first step down (the common outcome) in one pass
+            first, below = self.evaluate(np.stack([counts0, counts0 - 1]),
+                                         probe=[False, True])
+        else:
+            first = self.evaluate(counts0)
+        cert = (choose_counts(self.evaluate, scheme, first.num_moduli, first=first,
+                              below=below) if self.auto else first)
+        return first, cert
+
+    def refine(self, g: int, cert, operands, refines: dict):
+        """Slice ``g`` not certified at the start: refine its failing block when that
+        costs less than the extra moduli (or always, for an explicit count)."""
+        reduce, count0, m, n = self.reduce, self.count0, self.m, self.n
         ratio = np.empty((1, m, n))
-        evaluate(np.array([count0]), g, ratio=ratio)
+        self.evaluate(np.array([count0]), g, ratio=ratio)
         fail = ratio[0] > 1
         rows = np.flatnonzero(reduce.row_any(fail.any(axis=1)))
         cols = np.flatnonzero(reduce.col_any(fail.any(axis=0)))
         nr, nc = reduce.count_rows(len(rows)), reduce.count_cols(len(cols))
         extra = cert.num_moduli[g] - count0 if not cert.uncertified[g] else np.inf
-        if not auto or 2 * nr * nc <= extra * np.prod(reduce.lines(m, n)):
-            A_g, B_g = operands(g)
-            ref = certify.refinement(backend, A_g, B_g, rows, cols, _lines(la, g, b),
-                                     _lines(lb, g, b), k, rF[g], cF[g], nA[g], nB[g])
-            refines[g] = ref
-            gemms += 2
-            refined = (refined[0] + nr, refined[1] + nc)
+        if self.auto and 2 * nr * nc > extra * np.prod(reduce.lines(m, n)):
+            return cert
+        A_g, B_g = operands(g)
+        ref = certify.refinement(self.opts.backend, A_g, B_g, rows, cols,
+                                 _lines(self.la, g, self.b), _lines(self.lb, g, self.b),
+                                 self.k, self.rF[g], self.cF[g], self.nA[g], self.nB[g])
+        refines[g] = ref
+        self.gemms += 2
+        self.refined = (self.refined[0] + nr, self.refined[1] + nc)
+        scheme, e, f = self.opts.scheme, self.e, self.f
 
-            def final(counts, g=g, ref=ref, probe=False):
-                r1 = np.empty((1, m, n))
-                c = evaluate(counts, g, ratio=r1)
-                plan = crt_plan(scheme, int(counts[0]))
-                top, fails = ref.certify(c.sigma[0], c.tau[0], e[g], f[g], plan, r1[0])
-                c.max_ratio[0], c.uncertified[0] = reduce.max(top), reduce.sum(fails)
-                return c
+        def final(counts, probe=False):
+            r1 = np.empty((1, m, n))
+            c = self.evaluate(counts, g, ratio=r1)
+            plan = crt_plan(scheme, int(counts[0]))
+            top, fails = ref.certify(c.sigma[0], c.tau[0], e[g], f[g], plan, r1[0])
+            c.max_ratio[0], c.uncertified[0] = reduce.max(top), reduce.sum(fails)
+            return c
 
-            # failures only shrink as the count grows
-            pick = (choose_counts(final, scheme, [count0], down=False) if auto
-                    else final(np.array([count0])))
-            cert = cert.put(g, pick)
-    mask = bound = None
-    if refines or want_bound or (cert.uncertified.any() and policy != "none"):
+        # failures only shrink as the count grows
+        pick = (choose_counts(final, scheme, [count0], down=False) if self.auto
+                else final(np.array([count0])))
+        return cert.put(g, pick)
+
+    def per_entry(self, cert, refines: dict):
+        """Per-entry ratios (and bounds) at the chosen counts: ``(cert, mask, bound)``."""
+        b, m, n = self.b, self.m, self.n
         ratio = np.empty((b, m, n))
-        bound = np.empty((b, m, n)) if want_bound else None
+        bound = np.empty((b, m, n)) if self.opts.want_bound else None
         # each slice's shifts are its count's (a certificate's depend on its count only)
-        cert = evaluate(cert.num_moduli, ratio=ratio, bound=bound, sigma=cert.sigma, tau=cert.tau)
+        cert = self.evaluate(cert.num_moduli, ratio=ratio, bound=bound, sigma=cert.sigma,
+                             tau=cert.tau)
         for g, ref in refines.items():
-            plan = crt_plan(scheme, int(cert.num_moduli[g]))
-            top, fails = ref.certify(cert.sigma[g], cert.tau[g], e[g], f[g], plan, ratio[g],
-                                     None if bound is None else bound[g])
-            cert.max_ratio[g], cert.uncertified[g] = reduce.max(top), reduce.sum(fails)
-        mask = ratio > 1
-    return Decision(cert.num_moduli, e + cert.sigma, f + cert.tau, mask, bound,
-                    cert.max_ratio, cert.uncertified, "componentwise", gemms, refined)
+            plan = crt_plan(self.opts.scheme, int(cert.num_moduli[g]))
+            top, fails = ref.certify(cert.sigma[g], cert.tau[g], self.e[g], self.f[g], plan,
+                                     ratio[g], None if bound is None else bound[g])
+            cert.max_ratio[g], cert.uncertified[g] = self.reduce.max(top), self.reduce.sum(fails)
+        return cert, ratio > 1, bound
 
 
 def _lines(lines: Lines, g: int, b: int) -> Lines:
@@ -361,14 +399,16 @@ def _lines(lines: Lines, g: int, b: int) -> Lines:
     return Lines(lines.maxbits[g], lines.bad[g], lines.nnz[g])
 
 
-def decide_fast(backend, na: certify.Normwise, nb: certify.Normwise, b: int, scheme: str,
-                num_moduli, policy: str, want_bound: bool, start: int) -> Decision:
+def decide_fast(opts, na: certify.Normwise, nb: certify.Normwise, b: int,
+                start: int) -> Decision:
     """Shifts, counts and the normwise certificate in fast mode, for ``b`` slices.
 
     The count is chosen on the separable maximum (O(m + n) per slice); when
     that fails (and a fallback is wanted) or bounds are wanted, the same bound
     is evaluated per entry and only the entries above the target fail.
     """
+    backend, scheme, num_moduli = opts.backend, opts.scheme, opts.num_moduli
+    policy, want_bound = opts.policy, opts.want_bound
     m, n = na.E.shape[-1], nb.E.shape[-1]
 
     def full(norm, width):  # a shared operand's bounds, read by every slice

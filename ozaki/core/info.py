@@ -97,6 +97,29 @@ class OzakiInfo:
     error_bound: np.ndarray | None = field(default=None, repr=False)
     slice_moduli: np.ndarray | None = field(default=None, repr=False)
 
+    @classmethod
+    def from_decision(cls, opts, dec, complex_: bool = False,
+                      copy_bound: bool = False) -> "OzakiInfo":
+        """The record of an emulated product from its options and step 1's decision.
+
+        Counts, certificate and GEMMs (step 1's exact GEMMs in accurate mode, then
+        one modular product per modulus, Gauss's three for ``complex_``); the bound
+        is the decision's (a copy with ``copy_bound``: it is finished in place).
+        Serial (:func:`ozaki.core.pipeline.emulate`) and distributed products both
+        build theirs here.
+        """
+        from .moduli import MODULI
+        from .products import gemms_per_modulus
+        N = int(dec.counts.max())
+        gemms = (3 if complex_ else 1) * sum(gemms_per_modulus(opts.engine, p)
+                                             for p in MODULI[opts.scheme][:N])
+        bound = dec.bound.copy() if copy_bound and dec.bound is not None else dec.bound
+        return cls(opts.scheme, N, opts.mode, opts.engine.name,
+                   gemms=gemms + (dec.gemms if opts.mode == "accurate" else 0),
+                   bound_kind=dec.kind, max_bound_ratio=float(dec.max_ratio.max(initial=0.0)),
+                   uncertified=int(dec.uncertified.sum()), refined_block=dec.refined,
+                   error_bound=bound, slice_moduli=dec.counts)
+
     @property
     def certified(self) -> bool:
         """Whether every entry meets the target (before any fallback)."""

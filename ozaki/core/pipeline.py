@@ -33,7 +33,7 @@ from .certify import CertificationError, explain
 from .engine import Engine
 from .info import OzakiInfo
 from .moduli import MODULI, auto_num_moduli, crt_plan, residue_dtype
-from .products import complex_product, gemms_per_modulus, modular_product, product_bound
+from .products import complex_product, modular_product, product_bound
 from .pieces import CHUNK_BYTES, GROUP_BYTES, column_block, piece_bytes, piece_threads
 from .workspace import workspace
 
@@ -171,8 +171,7 @@ def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
         if complex_:
             nbn = decisions.Norms(nbn.h, decisions.tile(nbn.S2), decisions.tile(nbn.S1))
         nb = nbn.normwise(lb)
-        return decisions.decide_fast(backend, na, nb, b, opts.scheme, opts.num_moduli, opts.policy,
-                                     opts.want_bound, start)
+        return decisions.decide_fast(opts, na, nb, b, start)
     r = scaling.quantization_bits(opts.scheme, k)
     floors = (pa.floors.get(r), pb.floors.get(r))  # of [Br; Bi] for complex products
     # floors of operands that are not kept live in the residue planes' workspace
@@ -190,15 +189,89 @@ def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
         pa.floors.setdefault(r, fa)
     if pb.keep:
         pb.floors.setdefault(r, fb)
-    return decisions.decide_accurate(backend, bd, e, f, la, lb, b, opts.scheme,
-                                     k, opts.num_moduli, opts.policy,
-                                     opts.want_bound, operands, start,
+    return decisions.decide_accurate(opts, bd, e, f, la, lb, b, k, operands, start,
                                      tie=tie if complex_ else None)
 
 
 def _shared(shift: np.ndarray, counts: np.ndarray) -> bool:
     """Whether one plane of a shared operand serves the whole stack."""
     return bool((counts == counts[0]).all() and (shift == shift[:1]).all())
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Slices ``lo:hi`` and columns ``j0:j1`` of a product (of the embedding, complex)."""
+
+    lo: int
+    hi: int
+    j0: int
+    j1: int
+
+
+@dataclass
+class Layout:
+    """How a stack of ``b`` products goes through its ``N`` moduli and the CRT.
+
+    ``s`` (b, m) and ``t`` (b, n) are the shifts (for a complex product ``t`` is
+    that of the ``n`` columns of ``B``, tied); ``sa``/``tb`` what the residue
+    passes read (one row when a shared operand's plane serves the stack:
+    ``wide_a``/``wide_b``, one wide GEMM). The product runs a piece at a time,
+    small enough to stay in cache between the passes: ``chunk`` slices of a
+    stack, or ``width`` of the ``cols`` columns of a single product with a small
+    ``A``, whose planes of all moduli are then formed once (``RA``). ``bound``
+    bounds every exact modular product.
+    """
+
+    b: int
+    m: int
+    k: int
+    n: int
+    complex_: bool
+    moduli: tuple
+    counts: np.ndarray
+    s: np.ndarray
+    t: np.ndarray
+    sa: np.ndarray
+    tb: np.ndarray
+    wide_a: bool
+    wide_b: bool
+    chunk: int
+    width: int
+    cols: int
+    bound: int
+    RA: np.ndarray | None = None
+
+    @property
+    def N(self) -> int:
+        return len(self.moduli)
+
+    def pieces(self) -> list[Piece]:
+        return [Piece(lo, min(self.b, lo + self.chunk), j0, min(self.cols, j0 + self.width))
+                for lo in range(0, self.b, self.chunk)
+                for j0 in (range(0, self.cols, self.width) if self.cols else (0,))]
+
+
+def _layout(pa: Prepared, pb: Prepared, opts: Options, dec, b: int, m: int, k: int, n: int,
+            complex_: bool) -> Layout:
+    """The :class:`Layout` of a product once step 1 has decided ``dec``."""
+    A, B = pa.op, pb.op
+    counts = dec.counts
+    moduli = MODULI[opts.scheme][:int(counts.max())]
+    t = np.ascontiguousarray(dec.t[:, :n] if complex_ else dec.t)
+    s = np.ascontiguousarray(dec.s)
+    wide_a = A.batch == 1 and b > 1 and _shared(s, counts)
+    wide_b = B.batch == 1 and b > 1 and _shared(t, counts)
+    cols = 2 * n if complex_ else n
+    per_slice = 8 * (A.shape[1] * A.shape[2] + B.shape[1] * B.shape[2] + m * cols)
+    lay = Layout(b, m, k, n, complex_, moduli, counts, s, t, s[:1] if wide_a else s,
+                 t[:1] if wide_b else t, wide_a, wide_b,
+                 chunk=b if b == 1 else max(1, min(b, CHUNK_BYTES // per_slice)),
+                 width=column_block(A, m, k, n, len(moduli)) if b == 1 and not complex_
+                 else cols, cols=cols,
+                 bound=max(product_bound(opts.engine, p, k) for p in moduli))
+    if lay.width < cols:  # A's planes of all N moduli, formed once for every block
+        lay.RA = pa.residue_planes(s, moduli, workspace().take("ra", (lay.N,) + A.layout(1)))
+    return lay
 
 
 def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
@@ -211,102 +284,86 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     ``decision`` imposes step 1's outcome (:func:`decide`): a caller that
     computed it from combined pieces (:mod:`ozaki.core.decisions`) gets, for this
     piece, the bits of the whole product.
+
+    The steps: decide (:func:`decide`), lay out the pieces (:func:`_layout`), run
+    each piece through residues, modular products and the CRT (:func:`_piece`, on
+    the backend's worker threads when it has several), then what the emulation
+    does not deliver (:func:`ozaki.core.fallback.finish`).
     """
-    backend, engine, scheme = opts.backend, opts.engine, opts.scheme
     A, B = pa.op, pb.op
     b, m = out.shape[0], A.shape[1]
     k = A.shape[2] // 2 if complex_ else A.shape[2]
     n = B.shape[2]
-    info = OzakiInfo(scheme, 0, opts.mode, engine.name)
-    sec = info.seconds
     t0 = time.perf_counter()
-
     plane = out  # real (b, m, n); for complex products ``out``'s memory as (b, m, 2n)
-    if complex_:  # and the parts as (b, m, n) views
+    if complex_:
         plane = out.view(np.float64).reshape(b, m, 2 * n)
-        parts = plane.reshape(b, m, n, 2)[..., 0], plane.reshape(b, m, n, 2)[..., 1]
     # the floor GEMM (accurate mode) lives in ``plane`` until the product overwrites it
     dec = decide(pa, pb, opts, b, complex_, plane) if decision is None else decision
-    counts = dec.counts
-    N = int(counts.max())
-    info.num_moduli = N
-    info.slice_moduli = counts
-    info.bound_kind = dec.kind
-    info.max_bound_ratio = float(dec.max_ratio.max(initial=0.0))
-    info.uncertified = int(dec.uncertified.sum())
-    info.refined_block = dec.refined
-    info.gemms += dec.gemms if opts.mode == "accurate" else 0
     # a decision the caller passed is not written into (the bound is finished in place)
-    info.error_bound = (dec.bound.copy() if decision is not None and dec.bound is not None
-                        else dec.bound)
+    info = OzakiInfo.from_decision(opts, dec, complex_, copy_bound=decision is not None)
     if info.uncertified and opts.policy == "raise":
-        raise CertificationError(explain(dec, scheme, opts.mode, stacked=out.ndim == 3 and b > 1))
-    t = np.ascontiguousarray(dec.t[:, :n] if complex_ else dec.t)
-    s = np.ascontiguousarray(dec.s)
-    wide_a = A.batch == 1 and b > 1 and _shared(s, counts)
-    wide_b = B.batch == 1 and b > 1 and _shared(t, counts)
-    sa = s[:1] if wide_a else s
-    tb = t[:1] if wide_b else t
-    cols = 2 * n if complex_ else n
-    moduli = MODULI[scheme][:N]
-    ws = workspace()
-    # The product goes through all N moduli and the reconstruction a piece at a
-    # time, small enough to stay in cache between the passes: a chunk of slices
-    # for a stack, a block of columns for a single product with a small A.
-    per_slice = 8 * (A.shape[1] * A.shape[2] + B.shape[1] * B.shape[2] + m * cols)
-    chunk = b if b == 1 else max(1, min(b, CHUNK_BYTES // per_slice))
-    width = column_block(A, m, k, n, N) if b == 1 and not complex_ else cols
-    RA = None
-    if width < cols:  # A's planes of all N moduli, formed once for every block
-        RA = pa.residue_planes(s, moduli, ws.take("ra", (N,) + A.layout(1)))
-    info.workspace_bytes = piece_bytes(min(b, chunk), m, A.shape[2], width, N,
-                                       residue_dtype(moduli).itemsize, complex_,
-                                       RA is not None)
-    # one modular product per modulus for the whole stack (a batched or wide GEMM;
-    # Gauss's three for complex), whatever the pieces
-    info.gemms += (3 if complex_ else 1) * sum(gemms_per_modulus(engine, p) for p in moduli)
-    t1 = time.perf_counter()
-    sec["scaling"] += t1 - t0
-    pieces = [(lo, min(b, lo + chunk), j0, min(cols, j0 + width))
-              for lo in range(0, b, chunk) for j0 in (range(0, cols, width) if cols else (0,))]
+        raise CertificationError(explain(dec, opts.scheme, opts.mode,
+                                         stacked=out.ndim == 3 and b > 1))
+    lay = _layout(pa, pb, opts, dec, b, m, k, n, complex_)
+    info.workspace_bytes = piece_bytes(min(b, lay.chunk), m, A.shape[2], lay.width, lay.N,
+                                       residue_dtype(lay.moduli).itemsize, complex_,
+                                       lay.RA is not None)
+    info.seconds["scaling"] += time.perf_counter() - t0
+    _run_pieces(pa, pb, opts, lay, plane, info.seconds)
+    t0 = time.perf_counter()
+    fallback.finish(opts.backend, info, dec, opts.policy, out, pa.lines, pb.lines, A.shape[2],
+                    b, complex_, lambda g: slice_operands(pa, pb, g, complex_))
+    info.seconds["reconstruction"] += time.perf_counter() - t0
+    return info
 
-    def piece(lo, hi, j0, j1, sec):
-        part = (lo, hi) if chunk < b else None
-        shape = (N, hi - lo, m, j1 - j0)
-        # a piece small enough keeps its exact products for the CRT (no store pass)
-        raw = not complex_ and 8 * np.prod(shape) <= GROUP_BYTES
-        store = workspace().take("store", shape, np.float64 if raw else residue_dtype(moduli))
-        _products(pa, pb, sa if sa.shape[0] == 1 else sa[lo:hi],
-                  tb if tb.shape[0] == 1 else tb[lo:hi], part, hi - lo, m,
-                  n if complex_ else j1 - j0, k, store, sec, opts, complex_, wide_a, wide_b,
-                  None if width == cols else (j0, j1), RA, raw)
-        t2 = time.perf_counter()
-        if complex_:  # [Re | Im] residues into the parts of the complex result
-            for h, part in enumerate(parts):
-                _reconstruct(backend, scheme, store[..., h * n:(h + 1) * n], counts[lo:hi],
-                             s[lo:hi], t[lo:hi], part[lo:hi], 0, 0)
-        else:
-            _reconstruct(backend, scheme, store, counts[lo:hi], s[lo:hi], t[lo:hi],
-                         plane[lo:hi], j0, bound if raw else 0)
-        sec["reconstruction"] += time.perf_counter() - t2
-        return sec
 
-    bound = max(product_bound(engine, p, k) for p in moduli)  # of every exact product
-    threads = piece_threads(backend, engine, pa, pb, s, t, pieces, moduli, k, complex_)
+def _run_pieces(pa: Prepared, pb: Prepared, opts: Options, lay: Layout, plane: np.ndarray,
+                sec: dict) -> None:
+    """Every piece of ``lay`` into ``plane`` (for complex products ``out``'s memory as
+    (b, m, 2n)), adding each phase's seconds to ``sec``."""
+    pieces = lay.pieces()
+    threads = piece_threads(opts.backend, opts.engine, pa, pb, lay.s, lay.t, pieces,
+                            lay.moduli, lay.k, lay.complex_)
     if threads > 1:
         # the threads start far apart in ``out`` (a piece each from every
         # thread's share in turn), so they do not fault the same fresh pages
         share = -(-len(pieces) // threads)
         pieces = [pieces[i] for j in range(share) for i in range(j, len(pieces), share)]
-    for part_sec in backend.run_pieces(lambda args: piece(*args, dict.fromkeys(sec, 0.0)),
-                                       pieces, threads):
-        for name, v in part_sec.items():
+    for part in opts.backend.run_pieces(
+            lambda piece: _piece(pa, pb, opts, lay, piece, plane, dict.fromkeys(sec, 0.0)),
+            pieces, threads):
+        for name, v in part.items():
             sec[name] += v
-    t0 = time.perf_counter()
-    fallback.finish(backend, info, dec, opts.policy, out, pa.lines, pb.lines, A.shape[2], b, complex_,
-                    lambda g: slice_operands(pa, pb, g, complex_))
-    sec["reconstruction"] += time.perf_counter() - t0
-    return info
+
+
+def _piece(pa: Prepared, pb: Prepared, opts: Options, lay: Layout, piece: Piece,
+           plane: np.ndarray, sec: dict) -> dict:
+    """Residues, modular products and CRT of one piece into ``plane``; returns ``sec``.
+
+    A real piece small enough keeps its exact products for the CRT (no store
+    pass); a complex one stores the ``[Re | Im]`` residues and reconstructs each
+    part into its place in the complex result.
+    """
+    lo, hi, j0, j1 = piece.lo, piece.hi, piece.j0, piece.j1
+    n, m = lay.n, lay.m
+    shape = (lay.N, hi - lo, m, j1 - j0)
+    raw = not lay.complex_ and 8 * np.prod(shape) <= GROUP_BYTES
+    store = workspace().take("store", shape, np.float64 if raw else residue_dtype(lay.moduli))
+    _products(pa, pb, opts, lay, piece, store, sec, raw)
+    t2 = time.perf_counter()
+    s, t, counts = lay.s[lo:hi], lay.t[lo:hi], lay.counts[lo:hi]
+    if lay.complex_:  # [Re | Im] residues into the parts of the complex result
+        b = plane.shape[0]
+        parts = plane.reshape(b, m, n, 2)[..., 0], plane.reshape(b, m, n, 2)[..., 1]
+        for h, part in enumerate(parts):
+            _reconstruct(opts.backend, opts.scheme, store[..., h * n:(h + 1) * n], counts,
+                         s, t, part[lo:hi], 0, 0)
+    else:
+        _reconstruct(opts.backend, opts.scheme, store, counts, s, t, plane[lo:hi], j0,
+                     lay.bound if raw else 0)
+    sec["reconstruction"] += time.perf_counter() - t2
+    return sec
 
 
 def _reconstruct(backend, scheme, store, counts, s, t, out, c0: int, products: int) -> None:
@@ -340,14 +397,23 @@ def slice_operands(pa: Prepared, pb: Prepared, g: int, complex_: bool):
     return Ag, Bg
 
 
-def _products(pa, pb, sa, tb, part, c, m, n, k, store, sec, opts, complex_, wide_a,
-              wide_b, cols=None, RA=None, raw=False) -> None:
-    """Residues and modular products of ``c`` slices, modulus by modulus, into ``store``.
+def _products(pa: Prepared, pb: Prepared, opts: Options, lay: Layout, piece: Piece,
+              store: np.ndarray, sec: dict, raw: bool = False) -> None:
+    """Residues and modular products of a piece, modulus by modulus, into ``store``.
 
-    ``cols = (j0, j1)`` restricts ``B`` to a block of ``n`` columns; ``RA``, when
-    given, holds ``A``'s planes of all the moduli already; with ``raw`` the
-    exact products themselves go into ``store`` (FP64), not their residues.
+    A piece of ``c`` slices and, for a product in column blocks, ``n`` columns of
+    ``B`` (``lay.RA`` then holds ``A``'s planes of all the moduli already); with
+    ``raw`` the exact products themselves go into ``store`` (FP64), not their residues.
     """
+    complex_, wide_a, wide_b, RA, k, m = (lay.complex_, lay.wide_a, lay.wide_b, lay.RA,
+                                          lay.k, lay.m)
+    lo, hi = piece.lo, piece.hi
+    c = hi - lo
+    n = lay.n if complex_ else piece.j1 - piece.j0
+    part = (lo, hi) if lay.chunk < lay.b else None
+    cols = None if lay.width == lay.cols else (piece.j0, piece.j1)
+    sa = lay.sa if lay.sa.shape[0] == 1 else lay.sa[lo:hi]
+    tb = lay.tb if lay.tb.shape[0] == 1 else lay.tb[lo:hi]
     backend, engine = opts.backend, opts.engine
     ws = workspace()
     moduli = MODULI[opts.scheme][:store.shape[0]]

@@ -31,7 +31,7 @@ from .workspace import workspace
 
 __all__ = ["square_digits", "karatsuba_digits", "uses_digits", "gemms_per_modulus",
            "modular_product", "complex_product", "product_kblock", "product_bound",
-           "product_calls", "exact_gemms"]
+           "product_calls"]
 
 _DIGIT_KBLOCK = 2 ** 36
 

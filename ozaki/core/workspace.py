@@ -13,8 +13,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["Workspace", "workspace", "set_workspace_limit", "workspace_limit",
-           "workspace_bytes"]
+__all__ = ["Workspace", "workspace", "set_workspace_limit", "workspace_limit"]
 
 _DEFAULT_LIMIT = 8 * 2 ** 30
 _limit: int | None = None  # read from the environment at first use

@@ -148,10 +148,9 @@ def decide_accurate(A, B, oa, ob, la, lb, opts, width, complex_, tr):
         return gathered["AB"]
 
     start = auto_num_moduli(opts.scheme, K)
-    return decisions.decide_accurate(backend, decisions.Bound(r, G, rF, cF), e, f, la, lb, 1,
-                                     opts.scheme, K, opts.num_moduli, opts.policy,
-                                     opts.want_bound, operands, start,
-                                     tie=tie if complex_ else None, reduce=reduce)
+    return decisions.decide_accurate(opts, decisions.Bound(r, G, rF, cF), e, f, la, lb, 1, K,
+                                     operands, start, tie=tie if complex_ else None,
+                                     reduce=reduce)
 
 
 def real_operands(Ar: np.ndarray, Bc: np.ndarray):

@@ -40,8 +40,6 @@ from ..core import compensated
 from ..core import fallback as _fallback
 from ..core.certify import CertificationError, explain
 from ..core.info import OzakiInfo
-from ..core.moduli import MODULI
-from ..core.products import gemms_per_modulus
 from .accurate import decide_accurate, real_operands
 from .fast import decide_fast, line_data, norm_data
 from .layout import DistributedMatrix, agree
@@ -51,7 +49,7 @@ from .traffic import Traffic, allgather_blocks, allreduce
 __all__ = ["dgemm", "zgemm"]
 
 
-def _check(A, B, options: dict, complex_: bool, MPI):
+def check_operands(A, B, options: dict, complex_: bool, MPI):
     """The same verdict on every rank, before any other collective.
 
     Each rank checks its own arguments, then the ranks compare what they were given
@@ -136,7 +134,7 @@ def dgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
     MPI = __import__("mpi4py.MPI", fromlist=["MPI"])
     options = dict(scheme=scheme, num_moduli=num_moduli, mode=mode, engine=engine,
                    fallback=fallback, bounds=bounds, panel=panel, backend=backend)
-    grid, shape, opts = _check(A, B, options, False, MPI)
+    grid, shape, opts = check_operands(A, B, options, False, MPI)
     return _product(A, B, grid, shape, opts, int(panel), return_info, bounds, False, MPI)
 
 
@@ -155,7 +153,7 @@ def zgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
     MPI = __import__("mpi4py.MPI", fromlist=["MPI"])
     options = dict(scheme=scheme, num_moduli=num_moduli, mode=mode, engine=engine,
                    fallback=fallback, bounds=bounds, panel=panel, backend=backend)
-    grid, shape, opts = _check(A, B, options, True, MPI)
+    grid, shape, opts = check_operands(A, B, options, True, MPI)
     A, B = (DistributedMatrix(D.local.astype(np.complex128, copy=False), D.shape, D.grid)
             for D in (A, B))
     return _product(A, B, grid, shape, opts, int(panel), return_info, bounds, True, MPI)
@@ -188,17 +186,7 @@ def _product(A, B, grid, shape, opts, panel, return_info, bounds, complex_, MPI)
         nb = norm_data(ob, lb, Ke, backend, grid.col, MPI, tr)
         dec = decide_fast(grid, la, na, lb, nb, Ke, opts, MPI, (m0, m1), (n0, n1), complex_,
                           tr)
-    N_mod = int(dec.counts[0])
-    info = OzakiInfo(opts.scheme, N_mod, opts.mode, opts.engine.name)
-    info.slice_moduli = dec.counts
-    info.bound_kind = dec.kind
-    info.max_bound_ratio = float(dec.max_ratio.max(initial=0.0))
-    info.uncertified = int(dec.uncertified.sum())
-    info.error_bound = dec.bound
-    info.gemms = (3 if complex_ else 1) * sum(gemms_per_modulus(opts.engine, p)
-                                              for p in MODULI[opts.scheme][:N_mod])
-    info.refined_block = dec.refined
-    info.gemms += dec.gemms if opts.mode == "accurate" else 0
+    info = OzakiInfo.from_decision(opts, dec, complex_)
     if info.uncertified and opts.policy == "raise":
         raise CertificationError(explain(dec, opts.scheme, opts.mode))
     info.seconds["scaling"] += time.perf_counter() - t0

@@ -10,6 +10,8 @@ SUM and its largest ratio a MAX over the grid.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..core import decisions, scaling
@@ -72,7 +74,8 @@ def decide_fast(grid, la, na_rows, lb, nb_cols, k, opts, MPI, rows, cols, comple
         nbn = decisions.Norms(nbn.h, decisions.tile(nbn.S2), decisions.tile(nbn.S1))
     nb = nbn.normwise(LB)
     start = auto_num_moduli(opts.scheme, k)
-    whole = decisions.decide_fast(opts.backend, na, nb, 1, opts.scheme, opts.num_moduli, "none", False, start)
+    whole = decisions.decide_fast(replace(opts, policy="none", want_bound=False), na, nb, 1,
+                                  start)
     (r0, r1), (c0, c1) = rows, cols
     idx = np.arange(c0, c1)
     if complex_:

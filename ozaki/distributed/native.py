@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .emulated import _check
+from .emulated import check_operands
 from .layout import DistributedMatrix
 from .modular import broadcast_panels, owners
 from .traffic import Traffic
@@ -74,8 +74,9 @@ def summa(A: DistributedMatrix, B: DistributedMatrix, *, panel: int = 512,
     """
     MPI = __import__("mpi4py.MPI", fromlist=["MPI"])
     options = dict(scheme="auto", num_moduli="auto", mode="accurate", engine="auto",
-                   fallback=None, bounds=False, panel=panel)  # only panel is the caller's
-    grid, (M, K, N), _ = _check(A, B, options, False, MPI)
+                   fallback=None, bounds=False, panel=panel, backend=None)
+    # (only panel is the caller's)
+    grid, (M, K, N), _ = check_operands(A, B, options, False, MPI)
     (m0, m1), (n0, n1) = A.rows, B.cols
     m, n = m1 - m0, n1 - n0
     info = SummaInfo()

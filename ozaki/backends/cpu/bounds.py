@@ -21,7 +21,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .kernels import _CACHE, POW2, column_chunk, column_chunks
+from .kernels import CACHE, POW2, column_chunk, column_chunks
 from .parallel import run
 from .reconstruct import ldexp
 
@@ -54,7 +54,7 @@ def _columns(cF, nB):
             np.ascontiguousarray(nB, dtype=np.float64))  # counts below 2**53
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _max_over_chunks(t0, t1, part, out):
     """``out[..., g, i] = max(0, max_c part[..., g, c, i])`` for the slices ``g`` in ``t0:t1``
     (part (K, b, nchunks, m), out (K, b, m); exact, order-free)."""
@@ -115,7 +115,7 @@ def _row_max(Gr, rFi, cg, ng, ni, j0, j1, u, acc):
     return best
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _rowmax_chunks(t0, t1, G, rF, cf, nbf, nA, part, nchunks, width):
     """Tasks ``t0:t1`` of :func:`upper_rowmax`: a chunk of columns, all the rows of a slice."""
     m, n = G.shape[1], G.shape[2]
@@ -148,7 +148,7 @@ def upper_rowmax(G, rF, cF, nA, nB):
     return out[0]
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _colmax_chunks(t0, t1, G, rF, cf, nA, nbf, sigma, out, nchunks, width):
     """Tasks ``t0:t1`` of :func:`upper_scaled_colmax`: a chunk of columns of a slice."""
     K, m, n = sigma.shape[0], G.shape[1], G.shape[2]
@@ -226,7 +226,7 @@ def _ratio_block(G, cf, nbf, pt, f, bound, g, i, q, ni, rFi, ps, R, g2, safety, 
     return fails
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _column_terms(t0, t1, f, tau, fmax, pt):
     """Slices ``t0:t1`` of :func:`componentwise_ratios`' column terms: ``max_j f`` and
     ``2**-tau`` (exact)."""
@@ -241,7 +241,7 @@ def _column_terms(t0, t1, f, tau, fmax, pt):
                 pt[q, g, j] = POW2[-tau[q, g, j] + 1022]
 
 
-@nb.njit(nogil=True, error_model="numpy", cache=_CACHE)
+@nb.njit(nogil=True, error_model="numpy", cache=CACHE)
 def _ratio_tasks(t0, t1, G, rF, cf, nA, nbf, sigma, R, g2, e, f, safety, ratio, bound, probe,
                  fmax, pt, partmax, partfail, found, rblocks, nchunks, width):
     """Tasks ``t0:t1`` of :func:`componentwise_ratios`: a block of rows by a chunk of columns."""
@@ -336,7 +336,7 @@ def componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, rat
     return rowmax, partfail.sum(axis=2)
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _normwise_slices(t0, t1, E, zero, lo2, hi1, shift, xm, am):
     """Slices ``t0:t1`` of :func:`normwise_maxima`."""
     n = E.shape[1]

@@ -24,7 +24,7 @@ The accumulator
 ---------------
 A finite double is ``x = +-mx 2**ex`` with an integer ``mx < 2**53`` and
 ``ex`` in ``[-1074, 971]`` (the bits, read as an int64 view, see
-:func:`ozaki.backends.cpu.kernels._unpack`). A product is therefore ``+-mx my 2**s`` with
+:func:`ozaki.backends.cpu.kernels.unpack`). A product is therefore ``+-mx my 2**s`` with
 ``mx my < 2**106`` and ``s = ex + ey`` in ``[-2148, 1942]``: every product, and
 every sum of products, is an integer multiple of ``2**-2148`` below
 ``2**2048`` per term. The accumulator holds that integer ``S 2**2148`` in
@@ -89,12 +89,12 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .kernels import POW2, _unpack
+from .kernels import POW2, unpack
 from .parallel import run
 
 __all__ = ["dot_rows_cols", "exact_matmul", "exact_block", "CARRY_PERIOD", "NLIMBS"]
 
-_CACHE = True
+CACHE = True
 
 #: Number of int64 limbs of radix ``2**32``; limb ``i`` weighs ``2**(32 i - 2148)``.
 NLIMBS = 136
@@ -133,8 +133,8 @@ def _accumulate(acc, a, b):
     ``mx my = hi 2**52 + lo`` exactly (module docstring); ``lo`` goes to bit
     ``s = ex + ey + 2148 >= 0`` and ``hi`` to ``s + 52``.
     """
-    mx, ex = _unpack(a)
-    my, ey = _unpack(b)
+    mx, ex = unpack(a)
+    my, ey = unpack(b)
     sg = 1 - 2 * (((a ^ b) >> 63) & 1)
     xh = mx >> 26
     xl = mx & _M26
@@ -241,7 +241,7 @@ def _round(acc):
     return -val if neg else val
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _dot_range(t0, t1, X, Y, ii, jj, period, out):
     """Outputs ``t0:t1`` of :func:`dot_kernel`."""
     k = X.shape[1]

@@ -30,20 +30,20 @@ import math
 import numba as nb
 import numpy as np
 
-_CACHE = True
+CACHE = True
 
 _MAGIC = 6755399441055744.0  # 1.5 * 2**52
 _TWO26 = 67108864.0
 _TWO_M26 = 1.0 / 67108864.0
-_MANT = 0xFFFFFFFFFFFFF
-_HIDDEN = 1 << 52
+MANTISSA_MASK = 0xFFFFFFFFFFFFF
+HIDDEN_BIT = 1 << 52
 
 #: ``POW2[e + 1022] == 2.0**e`` for every normal exponent ``e`` in [-1022, 1023].
 POW2 = np.array([2.0 ** e for e in range(-1022, 1024)])
 
 
 @nb.njit(inline="always")
-def _rint(x):
+def round_int(x):
     """Round to nearest (ties to even); exact for ``|x| <= 2**51``."""
     return (x + _MAGIC) - _MAGIC
 
@@ -59,11 +59,11 @@ def smod(y, p, pinv, c26):
     the rounded quotient is off by at most one, fixed by one correction.
     ``c26`` is ``2**26 mod p``.
     """
-    yh = _rint(y * _TWO_M26)
+    yh = round_int(y * _TWO_M26)
     yl = y - yh * _TWO26
-    t = yh - p * _rint(yh * pinv)
+    t = yh - p * round_int(yh * pinv)
     z = t * c26 + yl
-    r = z - p * _rint(z * pinv)
+    r = z - p * round_int(z * pinv)
     hi = np.floor((p - 1.0) * 0.5)
     if r > hi:
         r -= p
@@ -84,12 +84,12 @@ def line_exponent(maxbits):
 
 
 @nb.njit(inline="always")
-def _unpack(x):
+def unpack(x):
     """Bits ``x`` of a finite double -> (mantissa, exponent): ``|v| = mant * 2**ex``."""
     ex = (x >> 52) & 0x7FF
-    mant = x & _MANT
+    mant = x & MANTISSA_MASK
     if ex > 0:
-        mant |= _HIDDEN
+        mant |= HIDDEN_BIT
         return mant, ex - 1075
     return mant, -1074
 
@@ -144,7 +144,7 @@ def smod_short(y, p, pinv):
     ``q = rint(y / p)`` is off by at most one; ``|q p| < 2**53`` so ``y - q p``
     is exact, and one correction brings it into range.
     """
-    r = y - p * _rint(y * pinv)
+    r = y - p * round_int(y * pinv)
     hi = np.floor((p - 1.0) * 0.5)
     if r > hi:
         r -= p

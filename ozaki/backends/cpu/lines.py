@@ -15,7 +15,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .kernels import _CACHE, _HIDDEN, _MANT, column_chunk, column_chunks, line_exponent
+from .kernels import CACHE, HIDDEN_BIT, MANTISSA_MASK, column_chunk, column_chunks, line_exponent
 from .parallel import run
 
 __all__ = ["absmax_bits", "line_floors", "line_norms", "norm_sums", "quantize_down"]
@@ -77,7 +77,7 @@ def _quantized(x, E):
     a = x & 0x7FFFFFFFFFFFFFFF
     ex = a >> 52
     normal = ex > 0
-    mant = (a & _MANT) | (_HIDDEN if normal else 0)
+    mant = (a & MANTISSA_MASK) | (HIDDEN_BIT if normal else 0)
     d = (ex if normal else 1) - 1075 + E
     left = mant << min(max(d, 0), 63)
     right = mant >> min(max(-d, 0), 63)
@@ -85,7 +85,7 @@ def _quantized(x, E):
     return v if ex < 0x7FF else 0
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _quantize_rows(t0, t1, X, srow, scol, out, sums):
     """Rows ``t0:t1`` (flattened over the stack) of :func:`quantize_down`."""
     b, m, k = out.shape
@@ -104,7 +104,7 @@ def _quantize_rows(t0, t1, X, srow, scol, out, sums):
             sums[g, i] = acc
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _quantize_columns(t0, t1, X, srow, scol, out, sums, nchunks, width):
     """Column chunks ``t0:t1`` of :func:`quantize_down` with column sums."""
     b, m, k = out.shape
@@ -165,7 +165,7 @@ def _chunk_norms(Xg, j0, j1, E, a2, a1):
             a1[j] += f
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _sums_rows(t0, t1, X, shift, s2, s1):
     """Rows ``t0:t1`` of :func:`norm_sums` along rows."""
     m = X.shape[1]
@@ -175,7 +175,7 @@ def _sums_rows(t0, t1, X, shift, s2, s1):
         s2[g, i], s1[g, i] = _row_norms(X[g, i], shift[g, i])
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _sums_columns(t0, t1, X, shift, s2, s1, nchunks, width):
     """Column chunks ``t0:t1`` of :func:`norm_sums` along columns."""
     k = X.shape[2]
@@ -215,7 +215,7 @@ def _stat_arrays(b, n):
     return np.zeros((b, n), np.int64), np.zeros((b, n), np.bool_), np.zeros((b, n), np.int64)
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _norms_rows(t0, t1, X, h, best, bad, nnz, s2, s1):
     """Rows ``t0:t1`` of :func:`line_norms` along rows."""
     m = X.shape[1]
@@ -229,7 +229,7 @@ def _norms_rows(t0, t1, X, h, best, bad, nnz, s2, s1):
             s2[g, i], s1[g, i] = _row_norms(row, _norm_shift(bb, h))
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _norms_columns(t0, t1, X, h, best, bad, nnz, s2, s1, nchunks, width):
     """Column chunks ``t0:t1`` of :func:`line_norms` along columns."""
     k = X.shape[2]
@@ -273,7 +273,7 @@ def _floor_shift(maxbits, r):
     return 0 if maxbits == 0 else r - line_exponent(maxbits)
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _floors_rows(t0, t1, X, r, out, sums, best, bad, nnz):
     """Rows ``t0:t1`` of :func:`line_floors` along rows."""
     m, k = X.shape[1], X.shape[2]
@@ -292,7 +292,7 @@ def _floors_rows(t0, t1, X, r, out, sums, best, bad, nnz):
         sums[g, i] = acc
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _floors_columns(t0, t1, X, r, out, sums, best, bad, nnz, nchunks, width):
     """Column chunks ``t0:t1`` of :func:`line_floors` along columns."""
     m, k = X.shape[1], X.shape[2]

@@ -17,7 +17,7 @@ import functools
 import numba as nb
 import numpy as np
 
-from .kernels import _CACHE, CHUNK_TASKS, POW2, _rint, row_tiles, smod_product, smod_short
+from .kernels import CACHE, CHUNK_TASKS, POW2, round_int, row_tiles, smod_product, smod_short
 from .parallel import run
 
 __all__ = ["ldexp", "reconstruct", "reconstruct_serial", "serial_kernel", "reduce_into",
@@ -53,7 +53,7 @@ def _levels(S, q, hi, lo, e, p_levels, p_inv):
             q[k] += Sl[k] * p_inv
     S0 = S[0]
     for k in range(e):
-        q[k] = _rint(q[k])
+        q[k] = round_int(q[k])
         hi[k] = S0[k] - q[k] * p_levels[0]
     for lv in range(1, S.shape[0]):
         pl = p_levels[lv]
@@ -159,7 +159,7 @@ def _crt_tasks(c, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
                    scol[g, col:col + w_])
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _crt_chunks(t0, t1, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
     """Chunks ``t0:t1`` of :func:`reconstruct` (:func:`_crt_tasks`)."""
     for c in range(t0, t1):
@@ -245,7 +245,7 @@ def _fused_source(N: int, L: int) -> str:
     q = "0.0"
     for lv in range(L):
         q = f"({q} + S{lv} * p_inv)"
-    code += [body + f"q = _rint({q})", body + "hi = S0 - q * P0", body + "lo = 0.0"]
+    code += [body + f"q = round_int({q})", body + "hi = S0 - q * P0", body + "lo = 0.0"]
     for lv in range(1, L):
         code += [body + f"d = S{lv} - q * P{lv}", body + "s = hi + d", body + "bb = s - hi",
                  body + "lo += (hi - (s - bb)) + (d - bb)", body + "hi = s"]
@@ -270,15 +270,15 @@ def serial_kernel(N: int, L: int, products: bool, short: bool):
     if N > FUSED_MAX or not (products and short):  # one kernel per count, compiled once
         return reconstruct_serial
     name = f"crt_{N}_{L}"
-    scope = {"__name__": __name__, "np": np, "smod_short": smod_short, "_rint": _rint,
+    scope = {"__name__": __name__, "np": np, "smod_short": smod_short, "round_int": round_int,
              "ldexp": ldexp}
     # compiled as this file's code: numba's disk cache then keys it on this file
     # (recompiled when the file changes) and rebuilds it under this module's name
     exec(compile(_fused_source(N, L), __file__, "exec"), scope)
-    return nb.njit(nogil=True, cache=_CACHE)(scope[name])
+    return nb.njit(nogil=True, cache=CACHE)(scope[name])
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _reduce_into_rows(t0, t1, acc, prod, p, pinv, c26, first, short):
     """Rows ``t0:t1`` of :func:`reduce_into`."""
     n = prod.shape[1]
@@ -301,7 +301,7 @@ def reduce_into(acc, prod, p, pinv, c26, first, short):
     run(_reduce_into_rows, prod.shape[0], acc, prod, p, pinv, c26, first, short)
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _store_residues_rows(t0, t1, prod, p, pinv, c26, out, short):
     """Rows ``t0:t1`` of :func:`store_residues`."""
     n = prod.shape[1]
@@ -321,7 +321,7 @@ def store_residues(prod, p, pinv, c26, out, short):
     run(_store_residues_rows, prod.shape[0], prod, p, pinv, c26, out, short)
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _add_halves_rows(t0, t1, X, half, along_rows, p, pinv, out):
     """Rows ``t0:t1`` of :func:`add_halves`."""
     r, c = out.shape[1], out.shape[2]
@@ -351,7 +351,7 @@ def add_halves(X, half, along_rows, p, pinv, out):
     run(_add_halves_rows, out.shape[0] * out.shape[1], X, half, along_rows, p, pinv, out)
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _complex_residues_rows(t0, t1, p1, p2, p3, p, pinv, c26, short, out):
     """Rows ``t0:t1`` of :func:`complex_residues`."""
     n = p1.shape[1]

@@ -27,7 +27,7 @@ import functools
 import numba as nb
 import numpy as np
 
-from .kernels import _CACHE, _HIDDEN, _MANT, CHUNK_TASKS, _rint, row_tiles, smod_short
+from .kernels import CACHE, HIDDEN_BIT, MANTISSA_MASK, CHUNK_TASKS, round_int, row_tiles, smod_short
 from .parallel import run
 
 __all__ = ["split_residues", "gather_residues", "split_factors",
@@ -105,7 +105,7 @@ def _digit_residue(y3, y2, y1, y0, p, pinv, c22, c44, c66, hi, lo):
 @nb.njit(inline="always")
 def _reduced(z, p, pinv, hi, lo):
     """``smod(z, p)`` for an integer ``|z| < 2**45`` (see :func:`_digit_residue`)."""
-    r = z - p * _rint(z * pinv)
+    r = z - p * round_int(z * pinv)
     r = r - p if r > hi else r
     r = r + p if r < lo else r
     return r + 0.0
@@ -169,7 +169,7 @@ def _split_chunk(c, X, j0, r1, r2, c1, c2, consts, out, nd):
                         o[j] = _reduced((d2[j] * c44 + d1[j] * c22) + d0[j], p, pinv, hi, lo)
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _split_chunks(t0, t1, X, j0, r1, r2, c1, c2, consts, out, nd):
     """Chunks ``t0:t1`` of :func:`split_residues` (:func:`_split_chunk`)."""
     for c in range(t0, t1):
@@ -196,7 +196,7 @@ def split_residues(X, j0, r1, r2, c1, c2, consts, out, nd):
     run(_split_chunks, chunks, X, j0, r1, r2, c1, c2, consts, out, nd)
 
 
-@nb.njit(nogil=True, cache=_CACHE)
+@nb.njit(nogil=True, cache=CACHE)
 def _gather_rows(t0, t1, X, j0, srow, scol, p, pinv, pow2mod, out):
     """Rows ``t0:t1`` (flattened over the stack) of :func:`gather_residues`."""
     m, w = out.shape[1], out.shape[2]
@@ -210,9 +210,9 @@ def _gather_rows(t0, t1, X, j0, srow, scol, p, pinv, pow2mod, out):
         for j in range(w):
             x = X[gx, i, j0 + j]
             ex = (x >> 52) & 0x7FF
-            mant = x & _MANT
+            mant = x & MANTISSA_MASK
             if ex > 0:
-                mant |= _HIDDEN
+                mant |= HIDDEN_BIT
             if ex == 0x7FF:  # Inf/NaN: a zero that keeps E inside the tables
                 mant = 0
                 ex = 1
