@@ -41,7 +41,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_common as bc  # noqa: E402
 
-from ozaki import parallel  # noqa: E402
+import ozaki  # noqa: E402
 
 
 def _git_state() -> str:
@@ -130,7 +130,7 @@ def run(sizes, repeat, mem_n, progress=True, configs=None) -> dict:
         "machine": {"cpu": bc.cpu_model(), "cores": os.cpu_count(),
                     "python": platform.python_version(), "numpy": np.__version__,
                     "numba": numba.__version__,
-                    "pass_threads": parallel.threads(),
+                    "pass_threads": ozaki.get_workers(),
                     "blas": bc.blas_info(),
                     "env": {k: os.environ.get(k) for k in
                             ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",

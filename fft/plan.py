@@ -35,7 +35,6 @@ from dataclasses import dataclass
 import numpy as np
 
 import ozaki
-from ozaki.api.arguments import resolve
 
 from . import tables
 from .kernels import twiddle_transpose
@@ -306,7 +305,7 @@ class Plan:
                  engine: str = "auto", num_moduli: int | str = "auto", native: bool = False):
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"invalid number of data points ({n}) specified")
-        resolve(scheme, num_moduli, mode, engine)  # the errors ozaki.dgemm would raise
+        ozaki.resolve_options(scheme, num_moduli, mode, engine)  # the errors dgemm would raise
         self.n = int(n)
         self.options = _Options(scheme, mode, engine, num_moduli, bool(native))
         self.radices = factorize(self.n)

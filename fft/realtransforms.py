@@ -195,7 +195,7 @@ def _shift(a: np.ndarray, M: int) -> int:
     the normalisation can bring a result back into range that the unnormalised transform
     would overflow; the rfft scales its own insides (:mod:`fft.transforms`).
     """
-    top = _t._largest(a)
+    top = _t.largest_finite(a)
     if top == 0.0:
         return 0
     return max(0, math.frexp(top)[1] + (M - 1).bit_length() + 2 - 1022)
@@ -246,7 +246,7 @@ def _shift_reduced(a: np.ndarray, L: int) -> int:
     two, which the error-free transformations commute with (no underflow): the bits of
     a scaled call are those of the unscaled one, scaled.
     """
-    top = _t._largest(a)
+    top = _t.largest_finite(a)
     if top == 0.0:
         return 0
     return max(0, math.frexp(top)[1] + _t.get_plan(L).growth + 4 - 996)
@@ -454,13 +454,13 @@ def _tables2(N: int) -> np.ndarray:
         c1h, c1l, s1h, s1l = tables.roots_dd(4 * N, 0, 1, M + 1)
         c5h, c5l, s5h, s5l = tables.roots_dd(4 * N, 0, 5, M + 1)
         out = np.empty((8, M + 1))
-        out[0], out[1] = tables._dd_add(c1h, c1l, -s5h, -s5l)  # Re A = c1 - s5
-        h, l = tables._dd_add(s1h, s1l, c5h, c5l)  # Im A = -(s1 + c5)
+        out[0], out[1] = tables.dd_add(c1h, c1l, -s5h, -s5l)  # Re A = c1 - s5
+        h, l = tables.dd_add(s1h, s1l, c5h, c5l)  # Im A = -(s1 + c5)
         out[2], out[3] = -h, -l
-        out[4], out[5] = tables._dd_add(c1h, c1l, s5h, s5l)  # Re B = c1 + s5
-        out[6], out[7] = tables._dd_add(c5h, c5l, -s1h, -s1l)  # Im B = c5 - s1
+        out[4], out[5] = tables.dd_add(c1h, c1l, s5h, s5l)  # Re B = c1 + s5
+        out[6], out[7] = tables.dd_add(c5h, c5l, -s1h, -s1l)  # Im B = c5 - s1
         return out + 0.0
-    return tables._cache.get(("dct2-half", N), make)
+    return tables.table_cache.get(("dct2-half", N), make)
 
 
 def _tables3(N: int) -> np.ndarray:
@@ -474,11 +474,11 @@ def _tables3(N: int) -> np.ndarray:
         out = np.empty((8, M))
         out[0], out[1] = A[0], A[1]
         out[2], out[3] = -A[2], -A[3]
-        out[4], out[5] = tables._dd_add(cmh, cml, -sqh, -sql)  # Re beta = cm - sq
-        h, l = tables._dd_add(smh, sml, cqh, cql)  # Im beta = -(sm + cq)
+        out[4], out[5] = tables.dd_add(cmh, cml, -sqh, -sql)  # Re beta = cm - sq
+        h, l = tables.dd_add(smh, sml, cqh, cql)  # Im beta = -(sm + cq)
         out[6], out[7] = -h, -l
         return out + 0.0
-    return tables._cache.get(("dct3-half", N), make)
+    return tables.table_cache.get(("dct3-half", N), make)
 
 
 # the drivers: lines (B, N) in, lines out
@@ -507,8 +507,8 @@ def _makhoul2(a: np.ndarray, rev: bool, workers) -> np.ndarray:
     N = a.shape[-1]
     x = _lines(a)
     v = _reorder(x, rev)
-    with _t._threads(workers):
-        V = _t._along(v, 1, _t.get_plan(N), real_in=True)
+    with _t.limit_threads(workers):
+        V = _t.transform_along(v, 1, _t.get_plan(N), real_in=True)
     y = np.empty_like(x)
     _post2(V, tables.roots_dd(4 * N, 0, 1, N // 2 + 1), y, rev)
     return y.reshape(a.shape)
@@ -522,8 +522,8 @@ def _makhoul3(a: np.ndarray, rev: bool, workers) -> np.ndarray:
     x = _lines(a)
     V = np.empty((2, x.shape[0], N // 2 + 1))
     _pre3(x, tables.roots_dd(4 * N, 0, 1, N // 2 + 1), V, rev)
-    with _t._threads(workers):
-        v = _t._along(_t._complete(V, 1, N), 1, _t.get_plan(N), real_out=True)
+    with _t.limit_threads(workers):
+        v = _t.transform_along(_t.complete_hermitian(V, 1, N), 1, _t.get_plan(N), real_out=True)
     h = N - N // 2
     y = np.empty_like(x)
     y[:, ::2] = v[:, :h]
@@ -543,8 +543,8 @@ def _half2(a: np.ndarray, rev: bool, workers) -> np.ndarray:
     v = _reorder(x, rev)
     Z = np.empty((2, x.shape[0], N // 2))
     Z[0], Z[1] = v[:, 0::2], v[:, 1::2]
-    with _t._threads(workers):
-        Z = _t._along(Z, 1, _t.get_plan(N // 2))
+    with _t.limit_threads(workers):
+        Z = _t.transform_along(Z, 1, _t.get_plan(N // 2))
     y = np.empty_like(x)
     _post2h(Z, _tables2(N), y, rev)
     return y.reshape(a.shape)
@@ -558,8 +558,8 @@ def _half3(a: np.ndarray, rev: bool, workers) -> np.ndarray:
     x = _lines(a)
     Z = np.empty((2, x.shape[0], N // 2))
     _pre3h(x, _tables3(N), Z, rev)
-    with _t._threads(workers):
-        F = _t._along(Z, 1, _t.get_plan(N // 2))
+    with _t.limit_threads(workers):
+        F = _t.transform_along(Z, 1, _t.get_plan(N // 2))
     y = np.empty_like(x)
     _post3h(F, y, rev)
     return y.reshape(a.shape)
@@ -572,8 +572,8 @@ def _half4(a: np.ndarray, rev: bool, workers) -> np.ndarray:
     x = _lines(a)
     T = np.empty((2, x.shape[0], N // 2))
     _pre4(x, tables.roots_dd(8 * N, 1, 4, N // 2), T, rev)
-    with _t._threads(workers):
-        T = _t._along(T, 1, _t.get_plan(N // 2))
+    with _t.limit_threads(workers):
+        T = _t.transform_along(T, 1, _t.get_plan(N // 2))
     y = np.empty_like(x)
     _post4(T, tables.roots_dd(2 * N, 0, 1, N // 2), y, rev)
     return y.reshape(a.shape)
@@ -617,16 +617,16 @@ def _line(a: np.ndarray, axis: int, t: int, kind: str, norm: str, inverse: bool,
 def _r2r(x: Any, type, s, axes, norm, workers, orthogonalize, kind: str,
          inverse: bool) -> np.ndarray:
     t = _type(type, kind)
-    a, single = _t._array(x)
-    axes, s = _t._axes(a.shape, s, axes)
-    norm = _t._norm(norm)
-    _t._workers(workers)
+    a, single = _t.input_array(x)
+    axes, s = _t.resolve_axes(a.shape, s, axes)
+    norm = _t.check_norm(norm)
+    _t.check_workers(workers)
     if not axes:  # as scipy.fft: the input itself
         return np.asarray(x)
     ortho = norm == "ortho" if orthogonalize is None else bool(orthogonalize)
     tt = _INVERSE[t] if inverse else t
     for ax, n in zip(axes, s):
-        a = _t._resize(a, ax, n if n is not None else _t._length(a.shape[ax]))
+        a = _t.resize_axis(a, ax, n if n is not None else _t.check_length(a.shape[ax]))
     parts = np.stack([a.real, a.imag]) if np.iscomplexobj(a) else a[None]
     for ax in reversed(axes):
         parts = _line(parts, ax + 1, tt, kind, norm, inverse, ortho, workers)
@@ -687,7 +687,7 @@ def _doc(name: str, title: str, what: str):
 def dct(x: Any, type: int = 2, n: int | None = None, axis: int = -1,
         norm: str | None = None, overwrite_x: bool = False, workers: int | None = None,
         orthogonalize: bool | None = None) -> np.ndarray:
-    return _r2r(x, type, _t._one(n), [axis], norm, workers, orthogonalize, "dct", False)
+    return _r2r(x, type, _t.length_as_s(n), [axis], norm, workers, orthogonalize, "dct", False)
 
 
 @_doc("idct", "Inverse discrete cosine transform",
@@ -695,14 +695,14 @@ def dct(x: Any, type: int = 2, n: int | None = None, axis: int = -1,
 def idct(x: Any, type: int = 2, n: int | None = None, axis: int = -1,
          norm: str | None = None, overwrite_x: bool = False, workers: int | None = None,
          orthogonalize: bool | None = None) -> np.ndarray:
-    return _r2r(x, type, _t._one(n), [axis], norm, workers, orthogonalize, "dct", True)
+    return _r2r(x, type, _t.length_as_s(n), [axis], norm, workers, orthogonalize, "dct", True)
 
 
 @_doc("dst", "Discrete sine transform of types 1-4", "The 1-D transform along ``axis``.")
 def dst(x: Any, type: int = 2, n: int | None = None, axis: int = -1,
         norm: str | None = None, overwrite_x: bool = False, workers: int | None = None,
         orthogonalize: bool | None = None) -> np.ndarray:
-    return _r2r(x, type, _t._one(n), [axis], norm, workers, orthogonalize, "dst", False)
+    return _r2r(x, type, _t.length_as_s(n), [axis], norm, workers, orthogonalize, "dst", False)
 
 
 @_doc("idst", "Inverse discrete sine transform",
@@ -710,7 +710,7 @@ def dst(x: Any, type: int = 2, n: int | None = None, axis: int = -1,
 def idst(x: Any, type: int = 2, n: int | None = None, axis: int = -1,
          norm: str | None = None, overwrite_x: bool = False, workers: int | None = None,
          orthogonalize: bool | None = None) -> np.ndarray:
-    return _r2r(x, type, _t._one(n), [axis], norm, workers, orthogonalize, "dst", True)
+    return _r2r(x, type, _t.length_as_s(n), [axis], norm, workers, orthogonalize, "dst", True)
 
 
 @_doc("dctn", "N-D discrete cosine transform",

@@ -55,7 +55,7 @@ def _two_prod(a, b):
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
-def _dd_add(ah, al, bh, bl):
+def dd_add(ah, al, bh, bl):
     s, e = _two_sum(ah, bh)
     e = e + (al + bl)
     return _two_sum(s, e)
@@ -134,12 +134,12 @@ class _Cache:
             self.size = 0
 
 
-_cache = _Cache(lambda: CACHE_BYTES)  # read at each insertion: the bound may be changed
+table_cache = _Cache(lambda: CACHE_BYTES)  # read at each insertion: the bound may be changed
 
 
 def clear_cache() -> None:
     """Drop every cached table."""
-    _cache.clear()
+    table_cache.clear()
 
 
 def roots(N: int) -> np.ndarray:
@@ -156,7 +156,7 @@ def roots(N: int) -> np.ndarray:
     """
     if not 1 <= N < 2 ** 50:
         raise ValueError(f"N must be in [1, 2**50), got {N}")
-    return _cache.get(("roots", N), lambda: _compute_roots(N))
+    return table_cache.get(("roots", N), lambda: _compute_roots(N))
 
 
 def dft_matrix(r: int, cache: bool = True) -> np.ndarray:
@@ -172,7 +172,7 @@ def dft_matrix(r: int, cache: bool = True) -> np.ndarray:
         out = make()
         out.flags.writeable = False
         return out
-    return _cache.get(("dft", r), make)
+    return table_cache.get(("dft", r), make)
 
 
 def twiddles(N: int, r: int) -> np.ndarray:
@@ -184,7 +184,7 @@ def twiddles(N: int, r: int) -> np.ndarray:
         k1 = np.arange(r, dtype=np.int64)
         n2 = np.arange(N // r, dtype=np.int64)
         return roots(N)[np.outer(k1, n2) % N]
-    return _cache.get(("twiddles", N, r), make)
+    return table_cache.get(("twiddles", N, r), make)
 
 
 def chirp(N: int) -> np.ndarray:
@@ -192,7 +192,7 @@ def chirp(N: int) -> np.ndarray:
     def make():
         n = np.arange(N, dtype=np.int64)
         return roots(2 * N)[(n * n) % (2 * N)]
-    return _cache.get(("chirp", N), make)
+    return table_cache.get(("chirp", N), make)
 
 
 def _sincos_dd(e: np.ndarray, N: int) -> tuple[np.ndarray, ...]:
@@ -210,12 +210,12 @@ def _sincos_dd(e: np.ndarray, N: int) -> tuple[np.ndarray, ...]:
     sh, sl = np.full_like(th, _SIN[0][0]), np.full_like(th, _SIN[0][1])
     for ch, cl in _SIN[1:]:
         sh, sl = _dd_mul(sh, sl, x2h, x2l)
-        sh, sl = _dd_add(sh, sl, ch, cl)
+        sh, sl = dd_add(sh, sl, ch, cl)
     sh, sl = _dd_mul(sh, sl, th, tl)
     csh, csl = np.full_like(th, _COS[0][0]), np.full_like(th, _COS[0][1])
     for ch, cl in _COS[1:]:
         csh, csl = _dd_mul(csh, csl, x2h, x2l)
-        csh, csl = _dd_add(csh, csl, ch, cl)
+        csh, csl = dd_add(csh, csl, ch, cl)
     return csh, csl, sh, sl
 
 
@@ -250,4 +250,4 @@ def roots_dd(N: int, start: int, step: int, count: int) -> np.ndarray:
         out[2] = np.choose(quad, [sh, ch, -sh, -ch])
         out[3] = np.choose(quad, [sl, cl, -sl, -cl])
         return out + 0.0  # no negative zeros
-    return _cache.get(("roots_dd", N, start, step, count), make)
+    return table_cache.get(("roots_dd", N, start, step, count), make)

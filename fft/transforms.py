@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ozaki.backends.cpu import parallel
+import ozaki
 
 from .kernels import transpose
 from .plan import Plan
@@ -81,7 +81,7 @@ def get_plan(n: int, **options) -> Plan:
 
 # --- arguments ----------------------------------------------------------------------
 
-def _array(x: Any) -> tuple[np.ndarray, bool]:
+def input_array(x: Any) -> tuple[np.ndarray, bool]:
     """``x`` as float64/complex128, and whether the result is single precision."""
     if isinstance(x, np.ma.MaskedArray):
         raise TypeError("x is a masked array: fill it first (np.ma.filled)")
@@ -96,14 +96,14 @@ def _array(x: Any) -> tuple[np.ndarray, bool]:
     return arr.astype(np.complex128 if kind == "c" else np.float64, copy=False), single
 
 
-def _norm(norm) -> str:
+def check_norm(norm) -> str:
     if norm not in _NORMS:
         raise ValueError(f'Invalid norm value {norm!r}, should be "backward", "ortho" or '
                          '"forward"')
     return norm or "backward"
 
 
-def _length(n, name: str = "n") -> int:
+def check_length(n, name: str = "n") -> int:
     try:
         n = operator.index(n)
     except TypeError:
@@ -113,7 +113,7 @@ def _length(n, name: str = "n") -> int:
     return n
 
 
-def _workers(workers) -> int | None:
+def check_workers(workers) -> int | None:
     if workers is None:
         return None
     w = operator.index(workers)
@@ -128,17 +128,18 @@ def _workers(workers) -> int | None:
 
 
 @contextlib.contextmanager
-def _threads(workers):
-    """Cap the passes' threads (:func:`ozaki.backends.cpu.parallel.limit`, local to the calling thread)."""
-    w = _workers(workers)
+def limit_threads(workers):
+    """Cap the passes' threads at ``workers`` (:func:`ozaki.set_workers`, local to the
+    calling thread; never above :func:`ozaki.get_workers`)."""
+    w = check_workers(workers)
     if w is None:
         yield
         return
-    with parallel.limit(min(w, parallel.default_threads())):
+    with ozaki.set_workers(min(w, ozaki.get_workers())):
         yield
 
 
-def _axes(shape: tuple, s, axes, real: bool = False) -> tuple[list[int], list[int | None]]:
+def resolve_axes(shape: tuple, s, axes, real: bool = False) -> tuple[list[int], list[int | None]]:
     """scipy's rules for ``s`` and ``axes``; lengths ``None`` (``s`` not given) keep the
     input's, and ``-1`` in ``s`` is the input's length along that axis (as in scipy, also
     for the output length of a complex-to-real transform)."""
@@ -160,7 +161,7 @@ def _axes(shape: tuple, s, axes, real: bool = False) -> tuple[list[int], list[in
     elif len(s) != len(axes):
         raise ValueError("when given, axes and shape arguments have to be of the same length")
     else:
-        s = [_length(shape[ax] if v == -1 else v, "s") for ax, v in zip(axes, s)]
+        s = [check_length(shape[ax] if v == -1 else v, "s") for ax, v in zip(axes, s)]
     if real and not axes:
         raise ValueError("at least 1 axis must be transformed")
     return axes, s
@@ -178,7 +179,7 @@ def _check_plans(plan, count: int) -> None:
                          "one per axis, in the order of axes")
 
 
-def _plan_for(plan, i: int, n: int) -> Plan:
+def plan_for_axis(plan, i: int, n: int) -> Plan:
     if plan is None:
         return get_plan(n)
     p = plan[i] if isinstance(plan, Sequence) and not isinstance(plan, str) else plan
@@ -191,7 +192,7 @@ def _plan_for(plan, i: int, n: int) -> Plan:
 
 # --- the split-array machinery --------------------------------------------------------
 
-def _resize(a: np.ndarray, axis: int, n: int) -> np.ndarray:
+def resize_axis(a: np.ndarray, axis: int, n: int) -> np.ndarray:
     """Crop or zero-pad axis ``axis`` of ``a`` to ``n``."""
     have = a.shape[axis]
     if have == n:
@@ -205,11 +206,12 @@ def _resize(a: np.ndarray, axis: int, n: int) -> np.ndarray:
     return out
 
 
-def _split(x: np.ndarray) -> np.ndarray:
+def to_split(x: np.ndarray) -> np.ndarray:
     return np.stack([x.real, x.imag]) if np.iscomplexobj(x) else np.stack([x, np.zeros_like(x)])
 
 
-def _along(S: np.ndarray, axis: int, plan: Plan, real_in=False, real_out=False) -> np.ndarray:
+def transform_along(S: np.ndarray, axis: int, plan: Plan, real_in=False,
+                    real_out=False) -> np.ndarray:
     """DFT along ``axis`` of a split array ``S`` (2, ...) or a real one (...).
 
     The last axis of a C-ordered array goes to the front and back by tiled
@@ -243,7 +245,7 @@ def _along(S: np.ndarray, axis: int, plan: Plan, real_in=False, real_out=False) 
 SAFE_EXPONENT = 1020
 
 
-def _largest(a: np.ndarray) -> float:
+def largest_finite(a: np.ndarray) -> float:
     """The largest magnitude among the finite real and imaginary parts of ``a`` (0 if none)."""
     if not a.size:
         return 0.0
@@ -290,7 +292,7 @@ def _range_shift(a: np.ndarray, plans: Sequence[Plan]) -> int:
     the result back by ``2**s`` is exact, except where it overflows (``+-inf``: the
     rounded result exceeds the range) or where the scaled result was subnormal.
     """
-    top = _largest(a)
+    top = largest_finite(a)
     if top == 0.0:
         return 0
     e = math.frexp(top)[1]  # top < 2**e
@@ -311,7 +313,7 @@ def _restore(S: np.ndarray, shift: int) -> np.ndarray:
         return S * 2.0 ** shift
 
 
-def _scale(S: np.ndarray, norm: str, inverse: bool, total: int) -> np.ndarray:
+def apply_norm(S: np.ndarray, norm: str, inverse: bool, total: int) -> np.ndarray:
     kind = ({"backward": "none", "forward": "n", "ortho": "sqrt"}[norm] if not inverse else
             {"backward": "n", "forward": "none", "ortho": "sqrt"}[norm])
     if kind == "n":
@@ -321,7 +323,7 @@ def _scale(S: np.ndarray, norm: str, inverse: bool, total: int) -> np.ndarray:
     return S
 
 
-def _finish(S: np.ndarray, single: bool, real: bool) -> np.ndarray:
+def result_array(S: np.ndarray, single: bool, real: bool) -> np.ndarray:
     if real:
         out = np.ascontiguousarray(S)
         return out.astype(np.float32) if single else out
@@ -331,91 +333,91 @@ def _finish(S: np.ndarray, single: bool, real: bool) -> np.ndarray:
 
 
 def _c2c(x, s, axes, norm, inverse, workers, plan):
-    a, single = _array(x)
-    axes, s = _axes(a.shape, s, axes)
+    a, single = input_array(x)
+    axes, s = resolve_axes(a.shape, s, axes)
     _check_plans(plan, len(axes))
-    norm = _norm(norm)
+    norm = check_norm(norm)
     if not axes:  # as scipy.fft: the input itself, of its own dtype (workers still checked)
-        _workers(workers)
+        check_workers(workers)
         return np.asarray(x)
     for ax, n in zip(axes, s):
-        a = _resize(a, ax, n if n is not None else _length(a.shape[ax]))
+        a = resize_axis(a, ax, n if n is not None else check_length(a.shape[ax]))
     order = list(reversed(list(enumerate(axes))))
     real = not np.iscomplexobj(a)
-    with _threads(workers):
-        plans = {i: _plan_for(plan, i, a.shape[ax]) for i, ax in order}
+    with limit_threads(workers):
+        plans = {i: plan_for_axis(plan, i, a.shape[ax]) for i, ax in order}
         shift = _range_shift(a, list(plans.values()))
         a = _shrink(a, shift)
         if real:  # real input enters through [Fr; Fi] (conj(x) = x for the inverse)
             i, ax = order.pop(0)
-            S = _along(a, ax, plans[i], real_in=True)
+            S = transform_along(a, ax, plans[i], real_in=True)
         else:
-            S = _split(a)
+            S = to_split(a)
             if inverse:
                 S[1] = -S[1]
         for i, ax in order:
-            S = _along(S, ax, plans[i])
+            S = transform_along(S, ax, plans[i])
     if inverse:
         S[1] = -S[1]
     total = int(np.prod([a.shape[ax] for ax in axes], dtype=np.int64))
-    return _finish(_restore(_scale(S, norm, inverse, total), shift), single, False)
+    return result_array(_restore(apply_norm(S, norm, inverse, total), shift), single, False)
 
 
 def _r2c(x, s, axes, norm, workers, plan, conj_out=False, swap=False):
-    a, single = _array(x)
+    a, single = input_array(x)
     if np.iscomplexobj(a):
         raise TypeError("x must be real for a real-input transform (got complex values)")
-    axes, s = _axes(a.shape, s, axes, real=True)
+    axes, s = resolve_axes(a.shape, s, axes, real=True)
     _check_plans(plan, len(axes))
-    norm = _norm(norm)
+    norm = check_norm(norm)
     for ax, n in zip(axes, s):
-        a = _resize(a, ax, n if n is not None else _length(a.shape[ax]))
+        a = resize_axis(a, ax, n if n is not None else check_length(a.shape[ax]))
     last = axes[-1]
     n_last = a.shape[last]
-    with _threads(workers):
-        plans = [_plan_for(plan, i, a.shape[ax]) for i, ax in enumerate(axes)]
+    with limit_threads(workers):
+        plans = [plan_for_axis(plan, i, a.shape[ax]) for i, ax in enumerate(axes)]
         shift = _range_shift(a, plans)
         a = _shrink(a, shift)
-        S = _along(a, last, plans[-1], real_in=True)
+        S = transform_along(a, last, plans[-1], real_in=True)
         S = S[(slice(None),) * (last + 1) + (slice(0, n_last // 2 + 1),)]
         for i, ax in reversed(list(enumerate(axes[:-1]))):
-            S = _along(np.ascontiguousarray(S), ax, plans[i])
+            S = transform_along(np.ascontiguousarray(S), ax, plans[i])
     total = int(np.prod([a.shape[ax] for ax in axes], dtype=np.int64))
-    S = _restore(_scale(S, _swap(norm) if swap else norm, False, total), shift)
+    S = _restore(apply_norm(S, _swap(norm) if swap else norm, False, total), shift)
     if conj_out:
         S = S.copy()
         S[1] = -S[1]
-    return _finish(S, single, False)
+    return result_array(S, single, False)
 
 
 def _c2r(x, s, axes, norm, workers, plan, conj_in=False, swap=False):
-    a, single = _array(x)
-    axes, s = _axes(a.shape, s, axes, real=True)
+    a, single = input_array(x)
+    axes, s = resolve_axes(a.shape, s, axes, real=True)
     _check_plans(plan, len(axes))
-    norm = _norm(norm)
+    norm = check_norm(norm)
     last = axes[-1]
     n_last = s[-1] if s[-1] is not None else 2 * (a.shape[last] - 1)
-    n_last = _length(n_last)
+    n_last = check_length(n_last)
     for ax, n in zip(axes[:-1], s[:-1]):
-        a = _resize(a, ax, n if n is not None else _length(a.shape[ax]))
-    a = _resize(a, last, n_last // 2 + 1)
-    with _threads(workers):
-        plans = [_plan_for(plan, i, a.shape[ax]) for i, ax in enumerate(axes[:-1])]
-        plans.append(_plan_for(plan, len(axes) - 1, n_last))
+        a = resize_axis(a, ax, n if n is not None else check_length(a.shape[ax]))
+    a = resize_axis(a, last, n_last // 2 + 1)
+    with limit_threads(workers):
+        plans = [plan_for_axis(plan, i, a.shape[ax]) for i, ax in enumerate(axes[:-1])]
+        plans.append(plan_for_axis(plan, len(axes) - 1, n_last))
         shift = _range_shift(a, plans)
-        S = _split(_shrink(a, shift))
+        S = to_split(_shrink(a, shift))
         if not conj_in:  # inverse: conj(DFT(conj(x))); hfft's forward transform of conj(x)
             S[1] = -S[1]
         for i, ax in reversed(list(enumerate(axes[:-1]))):
-            S = _along(S, ax, plans[i])
-        full = _complete(S, last, n_last)
-        R = _along(full, last, plans[-1], real_out=True)
+            S = transform_along(S, ax, plans[i])
+        full = complete_hermitian(S, last, n_last)
+        R = transform_along(full, last, plans[-1], real_out=True)
     total = int(np.prod([a.shape[ax] for ax in axes[:-1]], dtype=np.int64)) * n_last
-    R = _restore(_scale(R, _swap(norm) if swap else norm, True, total), shift)
-    return _finish(R, single, True)
+    R = _restore(apply_norm(R, _swap(norm) if swap else norm, True, total), shift)
+    return result_array(R, single, True)
 
 
-def _complete(S: np.ndarray, last: int, n_last: int) -> np.ndarray:
+def complete_hermitian(S: np.ndarray, last: int, n_last: int) -> np.ndarray:
     """The full split spectrum of length ``n_last`` along axis ``last`` of a split half
     spectrum ``S`` (``n_last // 2 + 1`` entries there): ``X[n - k] = conj(X[k])``.
 
@@ -439,9 +441,9 @@ def _complete(S: np.ndarray, last: int, n_last: int) -> np.ndarray:
     return full
 
 
-def _one(n) -> list[int] | None:
+def length_as_s(n) -> list[int] | None:
     """A 1-D function's ``n`` as ``s``: ``None`` or a valid length (scipy refuses -1)."""
-    return None if n is None else [_length(n)]
+    return None if n is None else [check_length(n)]
 
 
 def _swap(norm: str) -> str:
@@ -472,12 +474,12 @@ def fft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=
     -------
     ndarray, complex128 (complex64 for single-precision input)
     """
-    return _c2c(x, _one(n), [axis], norm, False, workers, plan)
+    return _c2c(x, length_as_s(n), [axis], norm, False, workers, plan)
 
 
 def ifft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
     """1-D inverse DFT (``scipy.fft.ifft``'s signature); see :func:`fft`."""
-    return _c2c(x, _one(n), [axis], norm, True, workers, plan)
+    return _c2c(x, length_as_s(n), [axis], norm, True, workers, plan)
 
 
 def fft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
@@ -505,7 +507,7 @@ def rfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan
 
     The first stage is a real product ``[Fr; Fi] @ x``.
     """
-    return _r2c(x, _one(n), [axis], norm, workers, plan)
+    return _r2c(x, length_as_s(n), [axis], norm, workers, plan)
 
 
 def irfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
@@ -515,7 +517,7 @@ def irfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, pla
     frequency are ignored, as in scipy; the last stage is a real product
     ``[Fr, -Fi] @ [Zr; Zi]``.
     """
-    return _c2r(x, _one(n), [axis], norm, workers, plan)
+    return _c2r(x, length_as_s(n), [axis], norm, workers, plan)
 
 
 def rfft2(x, s=None, axes=(-2, -1), norm=None, overwrite_x=False, workers=None, *, plan=None):
@@ -543,13 +545,13 @@ def hfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan
 
     ``hfft(x, n) == irfft(conj(x), n) * n`` for the default norm.
     """
-    return _c2r(x, _one(n), [axis], norm, workers, plan, conj_in=True,
+    return _c2r(x, length_as_s(n), [axis], norm, workers, plan, conj_in=True,
                 swap=True)
 
 
 def ihfft(x, n=None, axis=-1, norm=None, overwrite_x=False, workers=None, *, plan=None):
     """Inverse of :func:`hfft` (``scipy.fft.ihfft``'s signature): ``conj(rfft(x)) / n``."""
-    return _r2c(x, _one(n), [axis], norm, workers, plan, conj_out=True,
+    return _r2c(x, length_as_s(n), [axis], norm, workers, plan, conj_out=True,
                 swap=True)
 
 

@@ -10,8 +10,8 @@ Remainder Theorem. Bitwise reproducible across engines and thread counts.
 
 from .api.arguments import MODES
 from .api.costs import exact_gemms, workspace_bytes
-from .api.facts import (Resolved, gemms_per_modulus, get_engine, get_workers, moduli,
-                        resolve_options, set_workers)
+from .api.facts import (Resolved, emulated_options, gemms_per_modulus, get_engine,
+                        get_workers, moduli, resolve_options, set_small_products, set_workers)
 from .api.front import dgemm, gemm, zgemm
 from .api.prepared import PreparedOperand, prepare
 from .api.stacks import matmul
@@ -26,5 +26,6 @@ __all__ = ["dgemm", "gemm", "zgemm", "matmul", "prepare", "PreparedOperand",
            "available_engines", "workspace_bytes", "OzakiInfo", "CertificationError",
            "MODULI_VERSION", "exact_gemms", "auto_num_moduli", "SCHEMES", "MODES", "PHASES",
            "available_backends", "set_workers", "get_workers", "resolve_options", "Resolved",
-           "get_engine", "Engine", "moduli", "gemms_per_modulus"]
+           "get_engine", "Engine", "moduli", "gemms_per_modulus", "set_small_products",
+           "emulated_options"]
 __version__ = "0.1.0"

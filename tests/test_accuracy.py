@@ -35,6 +35,7 @@ def test_reference_matches_fractions(rng):
     assert np.array_equal(exact_matmul(A, B), np.array([[float(x) for x in r] for r in F]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["int8", "fp8", "fp64"])
 @pytest.mark.parametrize("mode", ["accurate", "fast"])
 @pytest.mark.parametrize("k", [k for k, _ in CASES])

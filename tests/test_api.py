@@ -23,10 +23,12 @@ def test_public_surface():
                                   "exact_gemms", "auto_num_moduli", "SCHEMES", "MODES",
                                   "PHASES", "available_backends", "set_workers", "get_workers",
                                   "resolve_options", "Resolved", "get_engine", "Engine",
-                                  "moduli", "gemms_per_modulus"}
+                                  "moduli", "gemms_per_modulus", "set_small_products",
+                                  "emulated_options"}
     assert ozaki.MODULI_VERSION == 1
 
 
+@pytest.mark.slow
 def test_import_is_light_and_compiles_nothing():
     # ozaki's phases import no numba; the CPU backend loads it at its first product
     code = ("import sys, time; t = time.perf_counter(); import ozaki; "
@@ -82,6 +84,7 @@ def test_set_workers_is_scoped_to_the_calling_thread():
                 pass
 
 
+@pytest.mark.slow
 def test_import_is_light():
     code = ("import sys, ozaki; bad = [m for m in ('sympy', 'matplotlib', 'tqdm', 'tme_model') "
             "if m in sys.modules]; print(bad)")
@@ -223,6 +226,7 @@ def test_workspace_is_reused_and_capped(AB):
         set_workspace_limit(-5)
 
 
+@pytest.mark.slow
 def test_main_job_runs_and_reports_every_scheme():
     out = subprocess.run([sys.executable, "-m", "ozaki", "--n", "96", "--sample", "20",
                           "--repeat", "1"], capture_output=True, text=True, check=True)
@@ -241,3 +245,21 @@ def test_docstring_examples(name):
     import importlib
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.compensated
+def test_small_products_path_is_scoped_to_the_calling_thread():
+    import threading
+    A, B = np.arange(12.0).reshape(3, 4), np.ones((4, 2))
+    paths = []
+    with ozaki.set_small_products(False):
+        _, info = ozaki.dgemm(A, B, return_info=True)
+        t = threading.Thread(target=lambda: paths.append(
+            ozaki.dgemm(A, B, return_info=True)[1].path))
+        t.start()
+        t.join()
+    _, after = ozaki.dgemm(A, B, return_info=True)
+    assert (info.path, paths, after.path) == ("emulated", ["compensated"], "compensated")
+    with pytest.raises(TypeError, match="True or False"):
+        with ozaki.set_small_products("no"):
+            pass

@@ -162,6 +162,7 @@ def test_fast_mode_certifies_the_normwise_form(rng):
                 assert err <= target * Fraction(1 + 2 ** -40)
 
 
+@pytest.mark.slow
 def test_large_k_certified(rng):
     k = 2 ** 20
     A, B = test_matrix(2, k, 1.0, rng), test_matrix(k, 2, 1.0, rng)

@@ -50,6 +50,7 @@ def _close(fig):
     plt.close(fig)
 
 
+@pytest.mark.slow
 def test_plot_legend_names_each_ceiling_in_words():
     fig, preds = _figure("b300", Scenario())
     try:
@@ -203,6 +204,7 @@ def _mpirun(args, n=2, timeout=120, merge=False):
                           text=True, timeout=timeout, env=env, cwd=str(ROOT))
 
 
+@pytest.mark.slow
 @mpi
 @pytest.mark.parametrize("module", ["summa", "fft3d", "network"])
 def test_mpi_benchmark_help_is_printed_once(module):
@@ -212,6 +214,7 @@ def test_mpi_benchmark_help_is_printed_once(module):
     assert done.stdout.count("show this help message") == 1
 
 
+@pytest.mark.slow
 @mpi
 def test_mpi_benchmark_usage_error_is_printed_once():
     done = _mpirun(["benchmarks.mpi.summa", "--no-such-option"])
@@ -220,6 +223,7 @@ def test_mpi_benchmark_usage_error_is_printed_once():
     assert done.stderr.count("usage:") == 1
 
 
+@pytest.mark.slow
 @mpi
 def test_summa_help_shows_defaults():
     text = " ".join(_mpirun(["benchmarks.mpi.summa", "--help"]).stdout.split())
@@ -228,6 +232,7 @@ def test_summa_help_shows_defaults():
         assert words in text
 
 
+@pytest.mark.slow
 @mpi
 def test_summa_results_start_their_own_lines_and_are_explained():
     """stdout and stderr in one pipe, as on a terminal: the progress bar's line ends
@@ -253,6 +258,7 @@ def test_fft_campaign_help_shows_the_default_output_folder(capsys):
     assert "--out DIR output folder (default: build/validation" in text
 
 
+@pytest.mark.slow
 def test_fft_campaign_counts_what_its_progress_bar_counts(tmp_path):
     """The closing line's count is the progress bar's total: the FFT cases and the
     checks of the long-double reference."""

@@ -45,6 +45,7 @@ def launch(script: str, n: int = 4, timeout: int = 420) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_dgemm_bitwise_equal_to_serial_on_every_grid():
     out = launch("check_dgemm.py")
     assert "ALL OK" in out
@@ -62,6 +63,7 @@ def test_dgemm_bitwise_equal_to_serial_on_every_grid():
     assert "refined=(0, 0)" not in part and "refined=(40, 40)" not in part  # a sub-block
 
 
+@pytest.mark.slow
 def test_fft_bitwise_equal_to_serial_on_every_grid():
     import fft
     fft.fftn(np.ones((2, 3, 4)))  # warm the twiddle kernel's cache
@@ -72,6 +74,7 @@ def test_fft_bitwise_equal_to_serial_on_every_grid():
     assert "ok (17, 12, 30) grid=2x2" in out and "ok one line per rank" in out
 
 
+@pytest.mark.slow
 def test_native_summa_accurate_but_its_bits_follow_the_grid():
     out = launch("check_summa.py")
     assert "ALL OK" in out
@@ -84,6 +87,7 @@ def test_native_summa_accurate_but_its_bits_follow_the_grid():
     assert max(native) > 0.5  # most entries change bits (k = 512, random data)
 
 
+@pytest.mark.slow
 def test_import_ozaki_does_not_import_mpi4py():
     code = "import ozaki, sys; print('mpi4py' in sys.modules)"
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -91,6 +95,7 @@ def test_import_ozaki_does_not_import_mpi4py():
     assert got.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_zgemm_bitwise_equal_to_serial():
     out = launch("check_zgemm.py")
     assert "ALL OK" in out
@@ -102,6 +107,7 @@ def test_zgemm_bitwise_equal_to_serial():
     assert len(small) == 10 and all("N=0 gemms=0" in x for x in small)
 
 
+@pytest.mark.slow
 def test_benchmark_counts_traffic_exactly_and_emulated_bits_match(tmp_path):
     from tme_model.network import summa_traffic
 
@@ -130,6 +136,7 @@ def test_benchmark_counts_traffic_exactly_and_emulated_bits_match(tmp_path):
         assert sum(r["predicted_phases"].values()) == pytest.approx(r["predicted_s"])
 
 
+@pytest.mark.slow
 def test_fft3d_benchmark_sweeps_slabs_and_pencils_with_exact_traffic(tmp_path):
     import fft
     from tme_model.fft_network import Exchange, fft3d_steps

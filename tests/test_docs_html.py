@@ -42,6 +42,7 @@ def html(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_no_page_loads_anything_from_the_network(html):
     pages = sorted(html.rglob("*.html"))
     assert len(pages) > 5

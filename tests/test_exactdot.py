@@ -217,6 +217,7 @@ def grouped_reference(x, y):
     return round_fraction(s)
 
 
+@pytest.mark.slow
 def test_two_to_the_21_terms_with_cancellation(rng):
     """2**21 terms of 2**1000 scale: the first 2**20 all positive (limbs grow to ~2**53
     before the periodic normalisation), then their negations except a random-sign tail,

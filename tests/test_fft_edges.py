@@ -318,6 +318,7 @@ def test_backend_declines_exactly_the_hankel_transforms():
     assert len(served) == 26
 
 
+@pytest.mark.slow
 def test_global_backend_recipe():
     """As docs/fft.rst says: the global backend alone raises on declined calls; with scipy's
     registered behind it, they are served by scipy and the rest still by fft (run in a

@@ -415,6 +415,7 @@ def test_error_free_products_are_exact(rng):
         assert Fraction(s) + Fraction(e) == Fraction(a) + Fraction(b)
 
 
+@pytest.mark.slow
 def test_scipys_own_real_transform_suite_passes_with_fft_as_the_only_backend():
     # scipy.fft's tests of dct/dst/idct/idst and their n-D forms, with fft.scipy_backend
     # as the global backend and only=True: a declined call would raise, so every call

@@ -81,11 +81,11 @@ def test_cache_is_bounded_and_clears(monkeypatch):
     kept = [tables.roots(n) for n in (1001, 1002)]
     assert tables.roots(1000) is first  # three fit; using it makes it the most recent
     tables.roots(1003)  # evicts the least recently used: 1001
-    assert tables._cache.size <= tables.CACHE_BYTES
+    assert tables.table_cache.size <= tables.CACHE_BYTES
     assert tables.roots(1000) is first and tables.roots(1001) is not kept[0]
     assert np.array_equal(tables.roots(1001), kept[0])
     tables.clear_cache()
-    assert tables._cache.size == 0 and tables.roots(1000) is not first
+    assert tables.table_cache.size == 0 and tables.roots(1000) is not first
 
 
 # --- factorize -----------------------------------------------------------------------------
@@ -200,7 +200,7 @@ def test_plan_arguments(rng):
         fft.Plan(8, mode="exact")
     with pytest.raises(ValueError, match="num_moduli"):
         fft.Plan(8, num_moduli=99)
-    eng = ozaki.backends.engines.get_engine("cpu-blas", "fp64")  # an Engine object, as dgemm takes
+    eng = ozaki.get_engine("cpu-blas", "fp64")  # an Engine object, as dgemm takes
     assert np.array_equal(fft.fft(np.arange(8.0), plan=fft.Plan(8, engine=eng)),
                           fft.fft(np.arange(8.0)))
 

@@ -220,6 +220,7 @@ def test_reconstruct_column_blocks_with_c0_give_the_whole_bits(num_moduli, rng):
         backend.reconstruct(P, plan, s, t, short, products=True, bound=2 ** 53 + 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme,num_moduli", [("fp64", n) for n in (1, 2, 4, 6, 8, 9)]
                          + [("int8", 5), ("fp8", 7)])
 def test_serial_crt_kernels_give_the_bits_of_the_parallel_pass(scheme, num_moduli, rng):

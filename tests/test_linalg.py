@@ -55,6 +55,7 @@ def wilkinson(n):
 
 # --- imports ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_both_import_styles_and_no_import_from_ozaki():
     assert ozaki.linalg is ol
     assert set(ol.__all__) >= {"lu_factor", "lu_solve", "lu", "cho_factor", "cho_solve",

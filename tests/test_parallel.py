@@ -52,6 +52,7 @@ def _same(got, want):
         assert g.dtype == w.dtype and g.tobytes() == w.tobytes()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif("fork" not in mp.get_all_start_methods(), reason="no fork here")
 def test_forked_pool_after_use_in_the_parent_gives_the_parents_bits():
     A, B, X = _operands()
@@ -71,11 +72,13 @@ def test_forked_pool_through_the_scipy_backend():
     _same(got, want)
 
 
+@pytest.mark.slow
 def test_spawned_pool_gives_the_parents_bits():
     A, B, X = _operands(2)
     _same(_pool_results(mp.get_context("spawn"), A, B, X), _results(A, B, X))
 
 
+@pytest.mark.slow
 def test_concurrent_threads_give_each_callers_serial_bits():
     cases = [_operands(seed) for seed in range(3)]
     with parallel.limit(1):

@@ -24,6 +24,7 @@ def int_pair(draw, max_k=24, bits=12):
     return A, B
 
 
+@pytest.mark.slow
 @given(int_pair(), st.sampled_from(SCHEMES), st.sampled_from(MODES))
 def test_small_integers_give_the_exact_product(pair, scheme, mode):
     A, B = pair

@@ -45,6 +45,7 @@ def _python_blocks(text: str) -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
 
 
+@pytest.mark.slow
 def test_readme_python_example_runs(tmp_path):
     blocks = _python_blocks(README)
     assert blocks, "the README has no ```python example"
@@ -57,6 +58,7 @@ def test_readme_python_example_runs(tmp_path):
     assert r.stdout.rstrip().endswith("README EXAMPLE OK")
 
 
+@pytest.mark.slow
 def test_readme_commands_exist():
     """The commands the README sends a user to are the ones the venv provides."""
     cfg = configparser.ConfigParser()
@@ -81,6 +83,7 @@ def test_readme_states_cpu_expectations():
     assert re.search(r"about \d+(-\d+)?x", section)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", ["validation", "validation.fft"])
 def test_campaign_help_from_root(module):
     r = _run(["-m", module, "--help"], cwd=ROOT)
@@ -88,6 +91,7 @@ def test_campaign_help_from_root(module):
     assert r.stdout.startswith(f"usage: python -m {module}")
 
 
+@pytest.mark.slow
 def test_campaign_outside_root_as_readme_says(tmp_path):
     """The README: found from anywhere in the editable venv, else 'No module named'."""
     r = _run(["-m", "validation", "--help"], cwd=tmp_path)
@@ -108,6 +112,7 @@ _HIDE = ("import runpy, sys\n"
          "runpy.run_module({module!r}, run_name='__main__', alter_sys=True)\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module, missing", [("validation", "tqdm"),
                                              ("validation", "matplotlib"),
                                              ("validation.fft", "mpmath")])

@@ -130,6 +130,7 @@ def _run(code, env_extra=None):
                           env=env, check=True)
 
 
+@pytest.mark.slow
 def test_import_and_calls_leave_os_environ_alone():
     code = ("import os, numpy as np; before = dict(os.environ); import ozaki; "
             "a = dict(os.environ); ozaki.dgemm(np.ones((3, 3)), np.ones((3, 3))); "
@@ -137,6 +138,7 @@ def test_import_and_calls_leave_os_environ_alone():
     assert _run(code).stdout.split() == ["True", "True"]
 
 
+@pytest.mark.slow
 def test_numba_threading_layer_is_left_to_the_user():
     # the passes run on ozaki's own threads: numba's layer (process-wide, and GNU
     # OpenMP's not fork-safe) is never launched, by the products nor the FFTs
@@ -148,6 +150,7 @@ def test_numba_threading_layer_is_left_to_the_user():
     assert _run(code).stdout.split() == ["False"]
 
 
+@pytest.mark.slow
 def test_malformed_workspace_limit_is_a_clear_error_at_use_not_at_import():
     code = ("import numpy as np, ozaki\n"
             "try:\n    ozaki.dgemm(np.ones((3, 3)), np.ones((3, 3)), num_moduli=6)\n"

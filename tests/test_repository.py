@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = ("DES" + "IGN.md", "../" + "shared", "/work/" + "shared")
 
 
+@pytest.mark.slow
 def test_no_reference_outside_the_repository():
     if shutil.which("git") is None:
         pytest.skip("git is not installed")

@@ -92,6 +92,7 @@ def test_shared_operand_takes_each_slice_shifts():
                     assert out[0, g, i, j] == sym(trunc_scaled(X[0, i, j], shifts[g, i]), p)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_column_blocks_are_blocks_of_the_whole(order):
     rng = np.random.default_rng(3)

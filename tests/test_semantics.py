@@ -344,6 +344,7 @@ def test_a_broken_stand_in_pandas_is_ignored(AB, monkeypatch):
         ozaki.dgemm(A.astype(object), B)
 
 
+@pytest.mark.slow
 def test_object_refusal_never_imports_pandas():
     code = ("import sys, numpy as np, ozaki\n"
             "try:\n"

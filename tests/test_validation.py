@@ -88,6 +88,7 @@ def quick_tier(request, tmp_path_factory):
     return out, json.loads((out / "results.json").read_text())
 
 
+@pytest.mark.slow
 def test_quick_tier(quick_tier):
     out, res = quick_tier
     for name in ("report.md", "report.rst", "results.json"):
@@ -283,6 +284,7 @@ def test_nan_bounds_fail():
     assert len(cr.failures) == 2 and cr.known == []
 
 
+@pytest.mark.slow
 def test_normwise_check_covers_the_final_rounding_exactly():
     cr = CaseRun(find("adv-fast-2049"))
     ref = cr.ref

@@ -26,6 +26,7 @@ def tiny(tmp_path_factory):
     return out / "v", out / "docs", json.loads((out / "v" / "fft_results.json").read_text())
 
 
+@pytest.mark.slow
 def test_tiny_campaign_report_structure(tiny):
     out, docs, res = tiny
     assert set(res) == {"meta", "reference_checks", "cases", "failures", "known_issues"}
@@ -60,6 +61,7 @@ def _perturbed(monkeypatch, name="fft", rel=1e-12):
     monkeypatch.setattr(fft, name, wrong)
 
 
+@pytest.mark.slow
 def test_a_wrong_transform_fails(monkeypatch, tmp_path):
     _perturbed(monkeypatch)
     rec = campaign.run_case(find("fft-normal-64"))

@@ -20,7 +20,7 @@ from .network import BCASTS, load_network, network_roof_tflops, summa_comm_s
 __all__ = ["cluster_rows", "cluster_figure", "main"]
 
 
-def _grid(r: int) -> tuple[int, int]:
+def grid_shape(r: int) -> tuple[int, int]:
     P = max(d for d in range(1, int(math.isqrt(r)) + 1) if r % d == 0)
     return P, r // P
 
@@ -36,7 +36,7 @@ def cluster_rows(gpu: str = "h100", network: str = "ndr", gpus=(4, 16, 64),
     dev, net = get_device(gpu, load_devices()), load_network(network)
     rows = []
     for r in gpus:
-        P, Q = _grid(r)
+        P, Q = grid_shape(r)
         for n in sizes:
             m, c = -(-n // P), -(-n // Q)  # the largest block
             kern = dense_gemm(m, c, n)
@@ -78,9 +78,9 @@ def markdown(rows: list[dict]) -> str:
 
 def cluster_figure(rows: list[dict], path: str) -> None:
     """Per-GPU TFLOP/s against n for each GPU count: native, emulated, network roof."""
-    from .plot import _pyplot
+    from .plot import load_pyplot
 
-    plt = _pyplot()
+    plt = load_pyplot()
     counts = sorted({r["gpus"] for r in rows})
     fig, axes = plt.subplots(1, len(counts), figsize=(4 * len(counts), 3.8), squeeze=False)
     for ax, g in zip(axes[0], counts):
@@ -106,7 +106,7 @@ def cluster_figure(rows: list[dict], path: str) -> None:
     plt.close(fig)
 
 
-def _ints(text: str) -> list[int]:
+def positive_ints(text: str) -> list[int]:
     vals = [int(v) for v in text.split(",") if v.strip()]
     if not vals or min(vals) < 1:
         raise argparse.ArgumentTypeError(f"need positive integers, got {text!r}")
@@ -118,8 +118,8 @@ def main(argv=None) -> int:
     p.add_argument("--gpu", default="h100")
     p.add_argument("--network", default="ndr", help="key of data/networks.toml or a "
                                                      "calibration JSON")
-    p.add_argument("--gpus", type=_ints, default=[4, 16, 64])
-    p.add_argument("--n", type=_ints, default=[8192, 16384, 32768, 65536])
+    p.add_argument("--gpus", type=positive_ints, default=[4, 16, 64])
+    p.add_argument("--n", type=positive_ints, default=[8192, 16384, 32768, 65536])
     p.add_argument("--panel", type=int, default=512)
     p.add_argument("--format", choices=("markdown", "json"), default="markdown")
     p.add_argument("--plot", metavar="FILE")

@@ -12,10 +12,11 @@ prices it per rank:
   columns) and twiddle passes, each term divided by the rank's rate for that kind of
   work relative to the profile (``rates``);
 * **passes**: the layout passes around them (:data:`~tme_model.fft_workload.LAYOUT_BYTES`
-  per complex point: the split; the axis moves of :func:`fft.transforms._along`, two
-  tiled transposes for axis 2, one copy for axis 1 and none for axis 0 of a block
-  that arrives C-ordered; packing and unpacking per exchange; the interleaved
-  result), over the profile's bandwidth times the rank's streaming rate;
+  per complex point: the split; the axis moves of
+  :func:`fft.transforms.transform_along`, two tiled transposes for axis 2, one copy for
+  axis 1 and none for axis 0 of a block that arrives C-ordered; packing and unpacking
+  per exchange; the interleaved result), over the profile's bandwidth times the rank's
+  streaming rate;
 * **network**: per exchange ``(s - 1) alpha + bytes / beta`` (:class:`~tme_model.network.Network`,
   flat convention, as :mod:`ozaki.distributed.traffic` counts it).
 
@@ -32,7 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from .fft_workload import LAYOUT_BYTES, TWIDDLE_BYTES, plan_workload
-from .network import Network, RankRates, _bounds
+from .network import Network, RankRates, block_bounds
 from .profile import Profile
 
 __all__ = ["Exchange", "LocalTransform", "fft3d_steps", "fft3d_time", "fft3d_flops",
@@ -76,7 +77,7 @@ def _sizes(shape, P: int, Q: int, split) -> np.ndarray:
     out = np.tile(np.asarray(shape, np.int64), (P * Q, 1))
     p, q = np.divmod(np.arange(P * Q), Q)
     for axis, parts, i in ((split[0], P, p), (split[1], Q, q)):
-        out[:, axis] = np.diff(_bounds(int(shape[axis]), parts))[i]
+        out[:, axis] = np.diff(block_bounds(int(shape[axis]), parts))[i]
     return out
 
 
@@ -145,7 +146,7 @@ def _kept(shape, P, Q, old, new) -> np.ndarray:
         for lay in (old, new):
             if axis in lay:
                 parts, i = (P, p) if lay[0] == axis else (Q, q)
-                e = _bounds(int(shape[axis]), parts)
+                e = block_bounds(int(shape[axis]), parts)
                 lo.append(e[i])
                 hi.append(e[i + 1])
             else:
@@ -228,8 +229,8 @@ def fft3d_time(shape: Sequence[int], P: int, Q: int, profile: Profile, net: Netw
                 done[key] = (sum(_stage_s(profile, wl, g, r) for g in wl.stages)
                              + TWIDDLE_BYTES * wl.twiddle_points / bw)
             parts["transforms"][i] += done[key]
-            # as fft.transforms._along moves the axis: the last by tiled transposes there
-            # and back, another by one copy there (none for axis 0 of C-ordered data)
+            # as fft.transforms.transform_along moves the axis: the last by tiled transposes
+            # there and back, another by one copy there (none for axis 0 of C-ordered data)
             copies = ((0.5 if st.real_in else 1.0) + 1.0 if st.axis == 2 else
                       0.0 if st.axis == 0 and ordered else 1.0)
             layout[i] += st.length * w * copies
@@ -272,7 +273,7 @@ def fft3d_cluster_rows(gpu: str = "b300", network: str = "ndr", gpus=(4, 16, 64)
     """
     from fft import get_plan
 
-    from .cluster import _grid
+    from .cluster import grid_shape
     from .fft_projection import project_fft
     from .network import load_network
     from .scenario import Scenario
@@ -282,7 +283,7 @@ def fft3d_cluster_rows(gpu: str = "b300", network: str = "ndr", gpus=(4, 16, 64)
     sc = Scenario(mode="fast", gamma=0.0) if fused else Scenario(mode="fast")
     rows = []
     for g in gpus:
-        P, Q = _grid(int(g))
+        P, Q = grid_shape(int(g))
         for n in sizes:
             plan = get_plan(int(n))
             native = emulated = exchange = 0.0
@@ -328,7 +329,7 @@ def main(argv=None) -> int:
     import argparse
     import json
 
-    from .cluster import _ints
+    from .cluster import positive_ints
     from .specs import TMEError
 
     p = argparse.ArgumentParser(prog="python -m tme_model.fft_network",
@@ -336,8 +337,8 @@ def main(argv=None) -> int:
                                             "(TME device projection + alpha-beta exchanges).")
     p.add_argument("--gpu", default="b300")
     p.add_argument("--network", default="ndr")
-    p.add_argument("--gpus", type=_ints, default=[4, 16, 64])
-    p.add_argument("--n", type=_ints, default=[1024, 2048])
+    p.add_argument("--gpus", type=positive_ints, default=[4, 16, 64])
+    p.add_argument("--n", type=positive_ints, default=[1024, 2048])
     p.add_argument("--unfused", action="store_true",
                    help="the reconstruction at its estimated cost (default: fused, gamma = 0)")
     p.add_argument("--format", choices=("markdown", "json"), default="markdown")

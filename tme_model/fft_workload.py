@@ -200,10 +200,10 @@ def plan_stages(plan, width: int, real_in: bool = False, real_out: bool = False,
 def _resolved(plan) -> tuple[str, str, str]:
     if plan.options.native:
         return "", "", ""
-    from ozaki.backends.engines import get_engine
+    import ozaki
 
     o = plan.options
-    eng = get_engine(o.engine, o.scheme)
+    eng = ozaki.get_engine(o.engine, o.scheme)
     return (eng.preferred_scheme if o.scheme == "auto" else o.scheme), eng.name, o.mode
 
 
@@ -233,10 +233,11 @@ def fft_workload(shape: Sequence[int], axes: Sequence[int] | None = None, *, pla
     """The workload of :func:`fft.fftn` (``fft.fft``, ``fft.fft2``) on a complex array.
 
     Axes run last to first, as the transforms run them; each is a plan's ``execute`` on
-    the other axes as its width. Layout passes, as :func:`fft.transforms._along` runs
-    them: the split; for the array's last axis two tiled transposes (to the front and
-    back, leaving the data C-ordered), for another axis one copy to the front (none for
-    axis 0 of C-ordered data), the result coming back as a view; the interleaved result.
+    the other axes as its width. Layout passes, as :func:`fft.transforms.transform_along`
+    runs them: the split; for the array's last axis two tiled transposes (to the front
+    and back, leaving the data C-ordered), for another axis one copy to the front (none
+    for axis 0 of C-ordered data), the result coming back as a view; the interleaved
+    result.
 
     Parameters
     ----------

@@ -143,7 +143,7 @@ def fit_alpha_beta(nbytes, seconds) -> tuple[float, float]:
     return max(float(alpha), 0.0), float(1.0 / x)
 
 
-def _bounds(size: int, parts: int) -> np.ndarray:
+def block_bounds(size: int, parts: int) -> np.ndarray:
     i = np.arange(parts + 1, dtype=np.int64)  # the layout of ozaki.distributed.bounds
     return i * (size // parts) + np.minimum(i, size % parts)
 
@@ -154,7 +154,7 @@ def panel_widths(K: int, P: int, Q: int, panel: int) -> list[tuple[int, int, int
     The panels of :func:`ozaki.distributed.panels`: the union of ``A``'s column and
     ``B``'s row block edges, cut to at most ``panel`` wide.
     """
-    akb, bkb = _bounds(K, Q), _bounds(K, P)
+    akb, bkb = block_bounds(K, Q), block_bounds(K, P)
     edges = sorted(set(akb.tolist()) | set(bkb.tolist()))
     out = []
     for lo, hi in zip(edges[:-1], edges[1:]):
@@ -173,7 +173,7 @@ def summa_traffic(M: int, N: int, K: int, P: int, Q: int, panel: int):
         Entry ``(p, q)`` is what rank ``p Q + q`` sends: ``(Q - 1)`` copies of each
         ``A`` panel it owns and ``(P - 1)`` of each ``B`` panel.
     """
-    mb, nb = np.diff(_bounds(M, P)), np.diff(_bounds(N, Q))
+    mb, nb = np.diff(block_bounds(M, P)), np.diff(block_bounds(N, Q))
     nbytes = np.zeros((P, Q), np.int64)
     msgs = np.zeros((P, Q), np.int64)
     for w, qa, pb in panel_widths(K, P, Q, panel):
@@ -199,7 +199,7 @@ def bcast_s(net: Network, nbytes: float, size: int, algorithm: str = "flat") -> 
 def summa_comm_s(net: Network, M: int, N: int, K: int, P: int, Q: int, panel: int,
                  algorithm: str = "flat") -> float:
     """The largest ``T_comm(p, q)`` over the grid, seconds (module docstring)."""
-    mb, nb = np.diff(_bounds(M, P)), np.diff(_bounds(N, Q))
+    mb, nb = np.diff(block_bounds(M, P)), np.diff(block_bounds(N, Q))
     widths = [w for w, _, _ in panel_widths(K, P, Q, panel)]
     row = max(sum(bcast_s(net, 8.0 * m * w, Q, algorithm) for w in widths) for m in mb)
     col = max(sum(bcast_s(net, 8.0 * w * n, P, algorithm) for w in widths) for n in nb)

@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["roofline_figure", "save_figure"]
 
 
-def _pyplot():
+def load_pyplot():
     require("matplotlib").use("Agg")
     return require("matplotlib.pyplot")
 
@@ -341,7 +341,7 @@ def roofline_figure(panels: Sequence[tuple[Device, Sequence[Prediction]]],
         raise ValueError("roofline_figure needs at least one device")
     import textwrap
 
-    plt = _pyplot()
+    plt = load_pyplot()
     n = len(panels)
     fig, axes = plt.subplots(1, n, figsize=(7.5 * n, 8.0), squeeze=False)
     drawn = [_panel(ax, device, preds) for ax, (device, preds) in zip(axes[0], panels)]
@@ -375,7 +375,7 @@ def save_figure(fig: "Figure", path: str, dpi: int = 110) -> None:
     dpi : int, optional
         Resolution for raster formats.
     """
-    plt = _pyplot()
+    plt = load_pyplot()
     try:
         fig.savefig(path, dpi=dpi)
     finally:

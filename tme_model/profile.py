@@ -306,15 +306,15 @@ def gemm_paths(scheme: str, moduli: int, mode: str, k: int, engine: str) -> list
     -------
     list of (int, bool)
         Per exact block: its inner length and whether it runs on the engine's FP32 path,
-        from :func:`ozaki.exact_gemms`, :meth:`ozaki.backends.engines.Engine.blocks`
-        and :meth:`~ozaki.backends.engines.Engine.fp32`.
+        from :func:`ozaki.exact_gemms`, :meth:`ozaki.Engine.blocks` and
+        :meth:`~ozaki.Engine.fp32`.
     """
-    from ozaki import exact_gemms
-    from ozaki.backends.engines import ENGINES
+    from ozaki import available_engines, exact_gemms, get_engine
 
-    if engine not in ENGINES:
-        raise TMEError(f"engine {engine!r} is not an ozaki engine; known: {', '.join(ENGINES)}")
-    eng = ENGINES[engine]()
+    engines = available_engines()
+    if engine not in engines:
+        raise TMEError(f"engine {engine!r} is not an ozaki engine; known: {', '.join(engines)}")
+    eng = get_engine(engine)
     return [(length, eng.fp32(bound))
             for kc, amax, bmax in exact_gemms(k, scheme=scheme, num_moduli=moduli, mode=mode,
                                               engine=eng)

@@ -17,7 +17,7 @@ the functions, so that ``import tme_model`` does not load ``ozaki``; :doc:`archi
 
   (accurate mode adds one exact GEMM on quantised magnitudes to bound the product; each
   FP8 modulus needs three digit GEMMs);
-* GEMMs per modulus on any engine: :func:`ozaki.core.products.gemms_per_modulus`;
+* GEMMs per modulus on any engine: :func:`ozaki.gemms_per_modulus`;
 * the moduli count of the ``"2x-native"`` grade: :func:`ozaki.auto_num_moduli`, the count
   ``ozaki.dgemm(num_moduli="auto")`` starts from.
 """
@@ -131,28 +131,24 @@ def gemms_per_modulus(scheme: str, engine: str | None = None) -> int:
     scheme : str
         An ``ozaki`` scheme (``int8``, ``fp8``, ``fp64``).
     engine : str, optional
-        An ``ozaki`` engine; default the scheme's unit engine (:data:`UNIT_ENGINES`).
+        An ``ozaki`` engine that runs the scheme; default the scheme's unit engine
+        (:data:`UNIT_ENGINES`).
 
     Returns
     -------
     int
-        :func:`ozaki.core.products.gemms_per_modulus`, the same for every modulus of the
-        scheme: 3 where residues are split into FP8 digits, else 1.
+        :func:`ozaki.gemms_per_modulus`, the same for every modulus of the scheme: 3
+        where residues are split into FP8 digits, else 1.
     """
-    from ozaki.backends.engines import ENGINES
-    from ozaki.core.moduli import MODULI
-    from ozaki.core.products import gemms_per_modulus as per_modulus
+    import ozaki
 
-    if scheme not in MODULI:
-        raise ValueError(f"scheme must be one of {', '.join(MODULI)}, got {scheme!r}")
+    if scheme not in ozaki.SCHEMES:
+        raise ValueError(f"scheme must be one of {', '.join(ozaki.SCHEMES)}, got {scheme!r}")
     engine = UNIT_ENGINES[scheme] if engine is None else engine
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    eng = ENGINES[engine]()
-    counts = {per_modulus(eng, p) for p in MODULI[scheme]}
-    if len(counts) != 1:  # pragma: no cover - no such engine today
-        raise ValueError(f"engine {engine!r}: GEMMs per modulus of {scheme} vary: {sorted(counts)}")
-    return counts.pop()
+    engines = ozaki.available_engines()
+    if engine not in engines:
+        raise ValueError(f"engine must be one of {', '.join(engines)}, got {engine!r}")
+    return ozaki.gemms_per_modulus(scheme, engine)
 
 
 def moduli_for(scheme: str, grade: str = "2x-native", k: int = REFERENCE_K) -> int:

@@ -35,7 +35,6 @@ try:
     from tqdm import tqdm
 
     import ozaki
-    from ozaki.core.moduli import MODULI
 
     from . import families, plots, report, suite
 except ModuleNotFoundError as _exc:
@@ -80,15 +79,11 @@ def main(argv=None) -> int:
                          "the CI tier (under 2 minutes)")
     ap.add_argument("--emulated", action="store_true",
                     help="run the emulation on the small products too (num_moduli='auto' "
-                         "computes them by compensated dot products otherwise, "
-                         "ozaki.core.compensated)")
+                         "computes them by compensated dot products otherwise: "
+                         "ozaki.set_small_products)")
     args = ap.parse_args(argv)
     if _MISSING is not None:
         ap.error(missing_extra("python -m validation", _MISSING))
-    if args.emulated:  # this campaign's own process: no small-product path
-        from ozaki.core import compensated
-        compensated.SMALL_WORK = 0
-
     cases = families.cases(args.quick)
     if args.case:
         cases = [c for c in cases if c.name in args.case]
@@ -98,9 +93,10 @@ def main(argv=None) -> int:
     results = []
     with tqdm(total=suite.total_runs(cases), unit="call", file=sys.stderr,
               dynamic_ncols=True) as bar:
-        for c in cases:
-            bar.set_description(c.name)
-            results.append(suite.run_case(c, bar.update))
+        with ozaki.set_small_products(not args.emulated):  # this thread runs every call
+            for c in cases:
+                bar.set_description(c.name)
+                results.append(suite.run_case(c, bar.update))
     failures = [f for r in results for f in r["failures"]]
     known = [f for r in results for f in r["known_issues"]]
     res = _clean({
@@ -109,7 +105,7 @@ def main(argv=None) -> int:
                  "ozaki": ozaki.__version__, "moduli_version": ozaki.MODULI_VERSION,
                  "numpy": np.__version__, "python": platform.python_version(),
                  "machine": platform.machine(), "u": 2.0 ** -53,
-                 "max_moduli": {s: len(MODULI[s]) for s in suite.SCHEMES},
+                 "max_moduli": {s: len(ozaki.moduli(s)) for s in suite.SCHEMES},
                  "peers": [{"scheme": s, "num_moduli": n, "source": w}
                            for s, n, w in report.PEERS]},
         "cases": results, "failures": failures, "known_issues": known})

@@ -27,8 +27,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from .reference import (_two_product, dd_matmul, exact_expansion, fraction_matmul,
-                        in_split_range)
+from .reference import (dd_matmul, exact_expansion, fraction_matmul, in_split_range,
+                        two_product)
 
 U = 2.0 ** -53
 EXACT_LIMIT = 2 ** 23  # m n k up to which every entry gets its exact expansion
@@ -166,7 +166,7 @@ class Reference:
         def sq(X):
             out = np.empty(X.shape[0])
             for i, x in enumerate(X):
-                p, e = _two_product(x, x)
+                p, e = two_product(x, x)
                 out[i] = math.fsum(np.concatenate((p, e)))
             return out
         return sq(self.A), sq(self.B.T)

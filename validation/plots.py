@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .report import PEERS, SCHEMES, U, _auto, _table_cases, regular_cases  # noqa: E402
+from .report import PEERS, SCHEMES, U, auto_run, regular_cases, table_cases  # noqa: E402
 
 FLOOR = 1e-4  # exact results (error 0) are drawn here, in units of u
 
@@ -21,7 +21,7 @@ def _u(x):
 
 
 def error_vs_moduli(res, out: Path) -> list[tuple[str, str]]:
-    cases = _table_cases(res)
+    cases = table_cases(res)
     if not cases:
         return []
     made = []
@@ -36,7 +36,7 @@ def error_vs_moduli(res, out: Path) -> list[tuple[str, str]]:
                 ax.semilogy([n for n, _ in runs], [_u(e) for _, e in runs], "o-", ms=3,
                             color=col, label=f"phi={c['phi_label']}")
                 ax.axhline(_u(c["native"]["max_nrm"]), color=col, ls=":", lw=1)
-                a = _auto(c, scheme, mode)
+                a = auto_run(c, scheme, mode)
                 ax.plot([a["num_moduli"]], [_u(a["max_nrm"])], "*", ms=11, color=col,
                         mec="k", mew=0.5)
             for s, n, who in PEERS:
@@ -64,8 +64,8 @@ def auto_vs_native(res, out: Path) -> list[tuple[str, str]]:
     x = np.arange(len(cases))
     fig, axes = plt.subplots(3, 1, figsize=(max(10, 0.22 * len(cases) + 3), 11), sharex=True)
     for ax, scheme in zip(axes, SCHEMES):
-        acc = [_auto(c, scheme, "accurate") for c in cases]
-        fast = [_auto(c, scheme, "fast") for c in cases]
+        acc = [auto_run(c, scheme, "accurate") for c in cases]
+        fast = [auto_run(c, scheme, "fast") for c in cases]
         ax.semilogy(x, [_u(c["native"]["max_nrm"]) for c in cases], "s", ms=5, mfc="none",
                     color="tab:gray", label="native error")
         ax.semilogy(x, [_u((a.get("bound") or {}).get("max_bound_nrm", 0)) for a in acc], "v",
@@ -99,9 +99,9 @@ def auto_counts(res, out: Path) -> list[tuple[str, str]]:
         for lab in labels:
             cs = sorted((c for c in cases if c["phi_label"] == lab), key=lambda c: c["k"])
             ks = [c["k"] for c in cs]
-            ax.semilogx(ks, [_auto(c, scheme, "accurate")["num_moduli"] for c in cs], "o-",
+            ax.semilogx(ks, [auto_run(c, scheme, "accurate")["num_moduli"] for c in cs], "o-",
                         base=2, ms=3, color=colors[lab], label=f"phi={lab}")
-            ax.semilogx(ks, [_auto(c, scheme, "fast")["num_moduli"] for c in cs], "x--",
+            ax.semilogx(ks, [auto_run(c, scheme, "fast")["num_moduli"] for c in cs], "x--",
                         base=2, ms=3, color=colors[lab], lw=0.8)
         for s, n, who in PEERS:
             if s == scheme:

@@ -27,7 +27,7 @@ __all__ = ["exact_matmul", "fraction_matmul", "test_matrix", "componentwise_erro
 _SPLIT = 134217729.0  # 2**27 + 1
 
 
-def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``a * b == p + e`` exactly (Dekker), elementwise, without FMA."""
     p = a * b
     c = _SPLIT * a
@@ -56,12 +56,12 @@ def exact_matmul(A: np.ndarray, B: np.ndarray, entries=None) -> np.ndarray:
         entries = [(i, j) for i in range(A.shape[0]) for j in range(B.shape[1])]
         out = np.empty((A.shape[0], B.shape[1]))
         for i, j in entries:
-            p, e = _two_product(A[i], B[:, j])
+            p, e = two_product(A[i], B[:, j])
             out[i, j] = math.fsum(np.concatenate((p, e)))
         return out
     vals = []
     for i, j in entries:
-        p, e = _two_product(A[i], B[:, j])
+        p, e = two_product(A[i], B[:, j])
         vals.append(math.fsum(np.concatenate((p, e))))
     return np.array(vals)
 
@@ -140,7 +140,7 @@ def exact_expansion(A: np.ndarray, B: np.ndarray, entries=None, absolute: bool =
         entries = [(i, j) for i in range(A.shape[0]) for j in range(B.shape[1])]
     out = {}
     for i, j in entries:
-        p, e = _two_product(A[i], B[:, j])
+        p, e = two_product(A[i], B[:, j])
         if absolute:
             p, e = np.abs(p), np.sign(p) * e
         out[(i, j)] = expansion(np.concatenate((p, e)).tolist())

@@ -42,7 +42,7 @@ def fx(x) -> str:
     return "-" if x is None else fu(float(x) * U)
 
 
-def _auto(case, scheme, mode):
+def auto_run(case, scheme, mode):
     for r in case["runs"]:
         if r["scheme"] == scheme and r["mode"] == mode and r["requested"] == "auto":
             return r
@@ -115,7 +115,7 @@ def _auto_counts(res):
                 cs = [c for c in cases if c["phi_label"] == lab and c["k"] == k]
                 cell = ""
                 if cs:
-                    a, f = _auto(cs[0], scheme, "accurate"), _auto(cs[0], scheme, "fast")
+                    a, f = auto_run(cs[0], scheme, "accurate"), auto_run(cs[0], scheme, "fast")
                     cell = (f"{a['num_moduli']}{'*' if a['fallback'] != 'none' else ''} / "
                             f"{f['num_moduli']}{'*' if f['fallback'] != 'none' else ''}")
                 row.append(cell)
@@ -138,7 +138,7 @@ def _auto_vs_native(res):
     for scheme in SCHEMES:
         rows = []
         for c in regular_cases(res):
-            a, f = _auto(c, scheme, "accurate"), _auto(c, scheme, "fast")
+            a, f = auto_run(c, scheme, "accurate"), auto_run(c, scheme, "fast")
             nat = c["native"]
             b = a.get("bound") or {}
             rows.append([c["name"], str(c["k"]), str(a["num_moduli"]),
@@ -153,13 +153,13 @@ def _auto_vs_native(res):
     return out
 
 
-def _table_cases(res):
+def table_cases(res):
     cs = [c for c in res["cases"] if c["params"].get("table")]
     return sorted(cs, key=_phi_key)
 
 
 def _vs_moduli(res):
-    cases = _table_cases(res)
+    cases = table_cases(res)
     if not cases:
         return []
     c0 = cases[0]
@@ -180,16 +180,16 @@ def _vs_moduli(res):
                     r = _run(c, scheme, mode, n)
                     cells.append("-" if r is None else f"{fu(r['max_rel'])} / {fu(r['max_nrm'])}")
                 rows.append([str(n)] + cells)
-            rows.append(["auto"] + [f"{_auto(c, scheme, mode)['num_moduli']}: "
-                                    f"{fu(_auto(c, scheme, mode)['max_rel'])} / "
-                                    f"{fu(_auto(c, scheme, mode)['max_nrm'])}" for c in cases])
+            rows.append(["auto"] + [f"{auto_run(c, scheme, mode)['num_moduli']}: "
+                                    f"{fu(auto_run(c, scheme, mode)['max_rel'])} / "
+                                    f"{fu(auto_run(c, scheme, mode)['max_nrm'])}" for c in cases])
             out.append(("table", f"Scheme {scheme}, {mode} mode",
                         ["N"] + [f"phi={c['phi_label']}" for c in cases], rows))
     return out
 
 
 def _peers(res):
-    cases = _table_cases(res)
+    cases = table_cases(res)
     if not cases:
         return []
     out = [("h", "The peers' recommended counts"),
@@ -211,7 +211,7 @@ def _peers(res):
     for scheme in SCHEMES:
         cells = []
         for c in cases:
-            r = _auto(c, scheme, "accurate")
+            r = auto_run(c, scheme, "accurate")
             cells.append(f"N={r['num_moduli']}: "
                          f"{fx(r['max_nrm'] / max(c['native']['max_nrm'], 1e-300))}x, "
                          f"{r['uncertified']}")
@@ -236,8 +236,8 @@ def _k_sweep(res):
         for n in counts:
             rows.append([str(n)] + [fu(r["max_nrm"]) if (r := _run(c, scheme, "accurate", n))
                                     else "-" for c in cases])
-        rows.append(["auto"] + [f"{_auto(c, scheme, 'accurate')['num_moduli']}: "
-                                f"{fu(_auto(c, scheme, 'accurate')['max_nrm'])}" for c in cases])
+        rows.append(["auto"] + [f"{auto_run(c, scheme, 'accurate')['num_moduli']}: "
+                                f"{fu(auto_run(c, scheme, 'accurate')['max_nrm'])}" for c in cases])
         out.append(("table", f"Scheme {scheme}: nrm against k",
                     ["N"] + [f"k={c['k']} (m={c['m']})" for c in cases], rows))
     return out
@@ -248,7 +248,7 @@ def _fallbacks(res):
     for c in res["cases"]:
         for scheme in SCHEMES:
             for mode in ("accurate", "fast"):
-                a = _auto(c, scheme, mode)
+                a = auto_run(c, scheme, mode)
                 if a["fallback_entries"]:
                     nf = a.get("no_fallback", {})
                     rows.append([c["name"], scheme, mode, str(a["num_moduli"]),
@@ -256,7 +256,7 @@ def _fallbacks(res):
                                  "x".join(map(str, a["fallback_block"])),
                                  f"{fu(nf.get('max_nrm'))} ({nf.get('zero_entries', 0)} zeros)",
                                  fu(a["max_nrm"])])
-            f = _auto(c, scheme, "fast")
+            f = auto_run(c, scheme, "fast")
             if f["max_err_over_target"] > 1:
                 fast.append([c["name"], scheme, str(f["num_moduli"]), f["fallback"],
                              fx(f["max_err_over_target"])])
@@ -308,10 +308,10 @@ def _adversarial(res):
         sp = nat["special"]
         cells = []
         for scheme in SCHEMES:
-            a, f = _auto(c, scheme, "accurate"), _auto(c, scheme, "fast")
+            a, f = auto_run(c, scheme, "accurate"), auto_run(c, scheme, "fast")
             cells.append(f"{a['exact_entries']} ({a['fallback_entries']}) / "
                          f"{f['exact_entries']} ({f['fallback_entries']})")
-        worst = max(_auto(c, s, m)["max_rel"] for s in SCHEMES for m in ("accurate", "fast"))
+        worst = max(auto_run(c, s, m)["max_rel"] for s in SCHEMES for m in ("accurate", "fast"))
         rows.append([c["name"], f"{c['m']}x{c['k']}x{c['n']}", str(ref["overflow_entries"]),
                      str(ref["guard_entries"]), str(ref["subnormal_entries"]),
                      f"{fu(nat['max_rel'])}; {sp['nan']} NaN, {sp['inf_where_finite']} inf, "

@@ -35,8 +35,9 @@ from ozaki.distributed.layout import agree
 from ozaki.distributed.traffic import Traffic
 
 from ..plan import Plan
-from ..transforms import (_along, _complete, _finish, _norm, _plan_for, _scale, _split,
-                          _threads, _workers)
+from ..transforms import (apply_norm, check_norm, check_workers, complete_hermitian,
+                          limit_threads, plan_for_axis, result_array, to_split,
+                          transform_along)
 from .layout import DistributedArray
 from .transpose import make_local
 
@@ -87,7 +88,7 @@ def _plans(plan, lengths: list[int]) -> list[Plan]:
     if isinstance(plan, Sequence) and not isinstance(plan, str) and len(plan) != 3:
         raise ValueError(f"plan holds {len(plan)} plans for 3 transformed axes: pass one per "
                          "axis, in the order of axes")
-    plans = [_plan_for(plan, i, n) for i, n in enumerate(lengths)]
+    plans = [plan_for_axis(plan, i, n) for i, n in enumerate(lengths)]
     for p in plans:
         if p.options.mode != "fast" and not p.options.native:
             raise ValueError("plans in accurate mode choose shifts from the whole batch, "
@@ -100,8 +101,8 @@ def _fingerprint(plan: Plan) -> tuple:
     o = plan.options
     if o.native:
         return plan.n, tuple(plan.radices), "native"
-    from ozaki.backends.engines import get_engine
-    eng = get_engine(o.engine, o.scheme)
+    import ozaki
+    eng = ozaki.get_engine(o.engine, o.scheme)
     return (plan.n, tuple(plan.radices), o.mode, eng.name,
             eng.preferred_scheme if o.scheme == "auto" else o.scheme,
             tuple(st.counts() for st in plan.stages))
@@ -120,8 +121,8 @@ def _check(x, axes, norm, workers, plan, kind: str, s=None):
 
     def check():
         x.validate()
-        ax, nm = _axes(axes), _norm(norm)
-        _workers(workers)
+        ax, nm = _axes(axes), check_norm(norm)
+        check_workers(workers)
         complex_in = np.iscomplexobj(x.local)
         if kind == "r2c" and complex_in:
             raise TypeError("x must be real for rfftn (got complex values)")
@@ -183,7 +184,7 @@ class _Run:
     def along(self, S, axis: int, plan: Plan, real_in=False, real_out=False):
         S = self.local(S, axis, 0 if real_in else 1)
         t0 = time.perf_counter()
-        out = _along(S, axis, plan, real_in, real_out)
+        out = transform_along(S, axis, plan, real_in, real_out)
         self.info.seconds["transforms"] += time.perf_counter() - t0
         return out
 
@@ -194,7 +195,7 @@ class _Run:
         return out
 
     def result(self, S, real: bool) -> DistributedArray:
-        out = self.passes(_finish, S, False, real)
+        out = self.passes(result_array, S, False, real)
         return DistributedArray(out, tuple(self.shape), self.grid, self.split)
 
 
@@ -203,12 +204,12 @@ def _c2c(x, axes, norm, workers, plan, inverse: bool, return_info: bool):
     info = FFTInfo()
     run = _Run(x, info)
     order = list(reversed(list(enumerate(axes))))
-    with _threads(workers):
+    with limit_threads(workers):
         if not np.iscomplexobj(x.local):  # as serial: real input enters through [Fr; Fi]
             i, ax = order.pop(0)
             S = run.along(x.local, ax, plans[i], real_in=True)
         else:
-            S = run.passes(_split, x.local)
+            S = run.passes(to_split, x.local)
             if inverse:
                 S[1] = -S[1]
         for i, ax in order:
@@ -216,7 +217,7 @@ def _c2c(x, axes, norm, workers, plan, inverse: bool, return_info: bool):
     if inverse:
         S[1] = -S[1]
     total = int(np.prod(run.shape, dtype=np.int64))
-    out = run.result(run.passes(_scale, S, norm, inverse, total), False)
+    out = run.result(run.passes(apply_norm, S, norm, inverse, total), False)
     return (out, info) if return_info else out
 
 
@@ -282,14 +283,14 @@ def rfftn(x: DistributedArray, axes=None, norm=None, workers=None, *, plan=None,
     run = _Run(x, info)
     last = axes[-1]
     total = int(np.prod(run.shape, dtype=np.int64))
-    with _threads(workers):
+    with limit_threads(workers):
         S = run.along(x.local, last, plans[2], real_in=True)
         h = run.shape[last] // 2 + 1
         S = S[(slice(None),) * (last + 1) + (slice(0, h),)]
         run.shape[last] = h
         for i, ax in reversed(list(enumerate(axes[:-1]))):
             S = run.along(S, ax, plans[i])
-    out = run.result(run.passes(_scale, S, norm, False, total), False)
+    out = run.result(run.passes(apply_norm, S, norm, False, total), False)
     return (out, info) if return_info else out
 
 
@@ -317,15 +318,15 @@ def irfftn(x: DistributedArray, s=None, axes=None, norm=None, workers=None, *, p
     info = FFTInfo()
     run = _Run(x, info)
     last = axes[-1]
-    S = run.passes(_split, x.local)
+    S = run.passes(to_split, x.local)
     S[1] = -S[1]  # the inverse as conj(DFT(conj(x)))
-    with _threads(workers):
+    with limit_threads(workers):
         for i, ax in reversed(list(enumerate(axes[:-1]))):
             S = run.along(S, ax, plans[i])
         S = run.local(S, last, 1)
-        full = run.passes(_complete, S, last, n_last)
+        full = run.passes(complete_hermitian, S, last, n_last)
         run.shape[last] = n_last
         R = run.along(full, last, plans[2], real_out=True)
     total = int(np.prod(run.shape, dtype=np.int64))
-    out = run.result(run.passes(_scale, R, norm, True, total), True)
+    out = run.result(run.passes(apply_norm, R, norm, True, total), True)
     return (out, info) if return_info else out

@@ -11,13 +11,14 @@ from typing import Iterator, NamedTuple
 
 from ..backends.cpu import parallel
 from ..backends.engines import get_engine as _host_engine
+from ..core import compensated
 from ..core.engine import Engine
 from ..core.moduli import MODULI
 from ..core.products import gemms_per_modulus as _per_modulus
 from .arguments import resolve
 
 __all__ = ["Resolved", "resolve_options", "get_engine", "moduli", "gemms_per_modulus",
-           "set_workers", "get_workers"]
+           "set_workers", "get_workers", "set_small_products", "emulated_options"]
 
 
 class Resolved(NamedTuple):
@@ -97,6 +98,39 @@ def set_workers(workers: int) -> Iterator[None]:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     with parallel.limit(workers):
         yield
+
+
+@contextlib.contextmanager
+def set_small_products(enabled: bool) -> Iterator[None]:
+    """Let small products take the compensated path (``True``, the default) or run the
+    emulation (``False``) on the calling thread, inside the block.
+
+    A small product (at most ``2**24`` terms, ``num_moduli="auto"``, unprepared
+    operands) is computed by compensated dot products that meet the same bound
+    (:mod:`ozaki.core.compensated`); ``False`` measures or validates the emulation
+    itself there. Local to the calling thread, restored on exit.
+
+    Examples
+    --------
+    >>> import numpy as np, ozaki
+    >>> with ozaki.set_small_products(False):
+    ...     C, info = ozaki.dgemm(np.eye(4), np.eye(4), return_info=True)
+    >>> info.path
+    'emulated'
+    """
+    with compensated.enabled(enabled):
+        yield
+
+
+def emulated_options(scheme: str, m: int, k: int, n: int, complex_: bool = False) -> dict:
+    """Keyword arguments that make a product of this shape run the emulation.
+
+    ``{}`` where ``num_moduli="auto"`` already does; on a small product, the count
+    ``"auto"`` starts from (:func:`ozaki.auto_num_moduli`), given explicitly, with
+    the exact fallback (the same contract). For measurements of the emulation at
+    an explicit count (the TME model's calibration, the SUMMA benchmark).
+    """
+    return compensated.emulated_options(scheme, m, k, n, complex_)
 
 
 def get_workers() -> int:

@@ -37,16 +37,19 @@ options, never its data.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 
 from .fallback import exact_bound, exact_entries
 from .special import apply_nonfinite
 
-__all__ = ["SMALL_WORK", "applies", "emulated_options", "product", "SAFE", "UNDERFLOW",
-           "OVERFLOW"]
+__all__ = ["SMALL_WORK", "applies", "emulated_options", "enabled", "product", "SAFE",
+           "UNDERFLOW", "OVERFLOW"]
 
 #: Largest work ``m n k`` of a product (per slice of a stack; ``4 m n k`` complex)
 #: that takes this path. Dot2 costs about 0.28 ns a term on one AVX-512 core, so
@@ -78,15 +81,38 @@ _U = 2.0 ** -53
 SAFE, UNDERFLOW, OVERFLOW = 0, 1, 2
 
 
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def enabled(on: bool) -> Iterator[None]:
+    """Let small products take this path (``True``, the default) or not, in the block.
+
+    Local to the calling thread and restored on exit, in the style of
+    :func:`scipy.fft.set_backend`: ``ozaki.set_small_products(False)`` measures
+    or validates the emulation itself on small products.
+    """
+    if not isinstance(on, bool):
+        raise TypeError(f"enabled must be True or False, got {on!r}")
+    before = getattr(_local, "on", True)
+    _local.on = on
+    try:
+        yield
+    finally:
+        _local.on = before
+
+
 def applies(opts, prepared: bool, m: int, n: int, k: int, complex_: bool) -> bool:
     """Whether a product of shape (m, k) @ (k, n) takes this path.
 
     Only with ``num_moduli="auto"`` (an explicit count asks for the emulation), on
     operands that were not prepared (a prepared operand is kept for the emulation),
-    and at most :data:`SMALL_WORK` terms (``k >= 1``).
+    at most :data:`SMALL_WORK` terms (``k >= 1``), and unless the calling thread
+    turned the path off (:func:`enabled`).
     """
     work = m * n * k * (4 if complex_ else 1)
-    return opts.num_moduli == "auto" and not prepared and 0 < work <= SMALL_WORK
+    return (opts.num_moduli == "auto" and not prepared and 0 < work <= SMALL_WORK
+            and getattr(_local, "on", True))
 
 
 def emulated_options(scheme: str, m: int, k: int, n: int, complex_: bool = False) -> dict:

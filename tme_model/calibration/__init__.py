@@ -10,7 +10,7 @@ them instead of hitting one), by :mod:`~tme_model.calibration.probes`:
 * the exact-GEMM rate of each ``ozaki`` engine: ``cpu-blas`` (FP64 BLAS on
   integer-valued matrices) at the calibration sizes, fitted the same way to the median
   of every timing of one such GEMM: the standalone
-  ``ozaki.backends.engines.BlasEngine().matmul`` runs and the "products" phase of each
+  ``ozaki.get_engine("cpu-blas").matmul`` runs and the "products" phase of each
   ``ozaki.dgemm`` call below divided by its GEMM count; the simulations ``cpu-fp8``
   and ``cpu-int8`` at small sizes only (they are slow), with their GEMMs per modulus
   from ``ozaki`` (:func:`tme_model.schemes.gemms_per_modulus`);

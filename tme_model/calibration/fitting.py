@@ -78,7 +78,7 @@ def fit_rate(shapes: Sequence[tuple[int, int, int]], seconds: Sequence[float]) -
 
 def _engine_rates(res: dict, plan: Plan, statistic: str) -> tuple[dict, dict, dict]:
     """Rates and size efficiencies of the exact-GEMM engines, and their raw summaries."""
-    from ozaki.backends.engines import ENGINES
+    import ozaki
 
     schemes, modes, _ = ozaki_names()
     lowp: dict[str, dict[str, float]] = {}
@@ -107,8 +107,9 @@ def _engine_rates(res: dict, plan: Plan, statistic: str) -> tuple[dict, dict, di
         else:
             secs = [raw[engine][str(n)] for n in ns]
         fit = fit_rate([(n, n, n) for n in ns], secs)
-        for scheme in (ENGINES[engine].schemes if engine == "cpu-blas" else _SIM_SCHEMES.get(engine, ())):
-            if scheme in ENGINES[engine].schemes:
+        runs = ozaki.get_engine(engine).schemes
+        for scheme in (runs if engine == "cpu-blas" else _SIM_SCHEMES.get(engine, ())):
+            if scheme in runs:
                 lowp.setdefault(scheme, {})[engine] = fit.tflops
                 lowp_n0.setdefault(scheme, {})[engine] = fit.n0
     return lowp, lowp_n0, raw

@@ -129,8 +129,8 @@ def _stream_kernels():
 def _emulated(A, B, scheme: str) -> dict:
     """The emulation's options at this shape (the model is of the emulation: a small
     product would take ozaki's small-product path with ``num_moduli="auto"``)."""
-    from ozaki.core.compensated import emulated_options
-    return emulated_options(scheme, A.shape[0], A.shape[1], B.shape[1])
+    import ozaki
+    return ozaki.emulated_options(scheme, A.shape[0], A.shape[1], B.shape[1])
 
 
 def _ozaki_call(A, B, scheme: str, mode: str, engine: str = "cpu-blas") -> Callable[[], dict]:
@@ -225,7 +225,6 @@ def calibration_tasks(run: Runner, sizes: Sequence[int], sim_sizes: Sequence[int
         For :func:`~.fitting.fit_calibration`.
     """
     import ozaki
-    from ozaki.backends.engines import ENGINES
 
     from ..schemes import gemms_per_modulus
 
@@ -238,8 +237,8 @@ def calibration_tasks(run: Runner, sizes: Sequence[int], sim_sizes: Sequence[int
     schemes, modes, _ = ozaki_names()
     triad, fma = _stream_kernels()
     rng = np.random.default_rng(seed)
-    engines = [e for e in ozaki.available_engines() if e in ENGINES]
-    gpm = {s: {e: gemms_per_modulus(s, e) for e in engines if s in ENGINES[e].schemes}
+    engines = ozaki.available_engines()
+    gpm = {s: {e: gemms_per_modulus(s, e) for e in engines if s in ozaki.get_engine(e).schemes}
            for s in schemes}
 
     # memory bandwidth and the non-GEMM FP64 rate
@@ -252,7 +251,7 @@ def calibration_tasks(run: Runner, sizes: Sequence[int], sim_sizes: Sequence[int
     run.add("fma", timed(lambda: fma(y, fma_reps, 0.999, 1e-3)))
 
     # native GEMM and the cpu-blas engine (both paths) at the calibration sizes
-    blas = ENGINES["cpu-blas"]()
+    blas = ozaki.get_engine("cpu-blas")
     for n in sizes:
         A, B = rng.standard_normal((n, n)), rng.standard_normal((n, n))
         out = np.empty((n, n))
@@ -268,7 +267,7 @@ def calibration_tasks(run: Runner, sizes: Sequence[int], sim_sizes: Sequence[int
     for engine in engines:
         if engine == "cpu-blas":
             continue
-        eng, amax = ENGINES[engine](), _ENGINE_AMAX.get(engine, 16)
+        eng, amax = ozaki.get_engine(engine), _ENGINE_AMAX.get(engine, 16)
         for n in sorted(set(sim_sizes)):
             X, Y = _int_matrix(rng, (n, n), amax), _int_matrix(rng, (n, n), amax)
             eng.matmul(X, Y, amax, amax)  # first touch
