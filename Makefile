@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 
-.PHONY: demo test docs bench validation clean
+.PHONY: demo test check docs bench validation clean
 
 $(VENV)/.stamp-base: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ demo: $(VENV)/.stamp-base
 test: $(VENV)/.stamp-test
 	$(PY) -m pytest -q
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+
+# The inner loop: every test but the slow ones (subprocesses, MPI, > 1 s), under 2 minutes.
+check: $(VENV)/.stamp-test
+	$(PY) -m pytest -q -m "not slow"
 
 docs: $(VENV)/.stamp-test
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
