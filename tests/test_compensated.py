@@ -10,6 +10,7 @@ from hypothesis import given, strategies as st
 
 import ozaki
 from ozaki.core import compensated
+from ozaki.core.kind import COMPLEX, REAL
 from ozaki.backends.cpu import parallel
 from ozaki.backends.cpu.exactdot import exact_matmul
 
@@ -210,13 +211,13 @@ def test_the_rule_reads_shape_and_options_only(rng, monkeypatch):
     opts = ozaki.api.calls.options("auto", "auto", "accurate", "auto", None, False)
     explicit = ozaki.api.calls.options("auto", 6, "accurate", "auto", None, False)
     W = compensated.SMALL_WORK
-    assert compensated.applies(opts, False, 256, 256, 256, False) == (256 ** 3 <= W)
-    assert compensated.applies(opts, False, 1, W, 1, False)
-    assert not compensated.applies(opts, False, 1, W + 1, 1, False)
-    assert not compensated.applies(opts, False, 1, W // 4 + 1, 1, True)  # 4 m n k
-    assert not compensated.applies(explicit, False, 8, 8, 8, False)
-    assert not compensated.applies(opts, True, 8, 8, 8, False)
-    assert not compensated.applies(opts, False, 8, 0, 8, False)
+    assert compensated.applies(opts, False, 256, 256, 256, REAL) == (256 ** 3 <= W)
+    assert compensated.applies(opts, False, 1, W, 1, REAL)
+    assert not compensated.applies(opts, False, 1, W + 1, 1, REAL)
+    assert not compensated.applies(opts, False, 1, W // 4 + 1, 1, COMPLEX)  # 4 m n k
+    assert not compensated.applies(explicit, False, 8, 8, 8, REAL)
+    assert not compensated.applies(opts, True, 8, 8, 8, REAL)
+    assert not compensated.applies(opts, False, 8, 0, 8, REAL)
     # the wiring: a product at the limit takes the path, one term more the emulation
     monkeypatch.setattr(compensated, "SMALL_WORK", 4 * 5 * 6)
     A, B = rng.standard_normal((4, 5)), rng.standard_normal((5, 6))

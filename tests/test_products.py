@@ -23,6 +23,7 @@ import ozaki
 from ozaki.core import decisions
 from ozaki.api.arguments import policy_for, resolve
 from ozaki.core.backend import Operand
+from ozaki.core.kind import REAL, kind_of
 from ozaki.backends import get_backend
 from ozaki.core.moduli import auto_num_moduli
 from ozaki.core.pipeline import Options, Prepared, decide, emulate
@@ -511,8 +512,9 @@ def test_prepared_left_operand(complex_, mode, rng):
     Bs = partners(rng, 16, 3, complex_)
     # the partners' accurate-mode shifts of A differ (they depend on the partner too)
     backend = get_backend()
-    shifts = [decide(P.stack(complex_, backend), _prep(_embed_right(B), 1),
-                     _opts("fp64", "accurate"), 1, complex_).s for B in Bs]
+    kind = kind_of(complex_)
+    shifts = [decide(P.stack(kind, backend), _prep(_embed_right(B), 1),
+                     _opts("fp64", "accurate"), 1, kind).s for B in Bs]
     assert not all(np.array_equal(shifts[0], x) for x in shifts[1:])
     for rep in range(2):  # the second pass runs with the residue cache filled
         for B in Bs:
@@ -808,7 +810,7 @@ def test_accurate_decision_from_column_blocks(case, count, rng):
     assert np.array_equal(f, ref_f) and np.array_equal(e, ref_e)
     from ozaki.core.pipeline import slice_operands
     got = decisions.decide_accurate(replace(opts, want_bound=True), bd, e, f, pa.lines, lb, b,
-                                    k, lambda g: slice_operands(pa, pb, g, False),
+                                    k, lambda g: slice_operands(pa, pb, g, REAL),
                                     auto_num_moduli(scheme, k))
     _same_decision(got, whole)
 
@@ -864,7 +866,7 @@ def test_k_pieces_combine_to_the_whole_decision(case, scheme, count, rng):
         # 3. the same decision (the refinement reads the whole slices: see the report)
         from ozaki.core.pipeline import slice_operands
         got = decisions.decide_accurate(replace(opts, want_bound=True), bd, e0, f0, la, lb, b,
-                                        k, lambda g: slice_operands(pa, pb, g, False),
+                                        k, lambda g: slice_operands(pa, pb, g, REAL),
                                         auto_num_moduli(scheme, k))
         _same_decision(got, whole)
 
@@ -1001,11 +1003,11 @@ def test_prepared_residues_keep_only_the_last_shifts(rng):
         C, info = ozaki.dgemm(P, Bj, return_info=True)
         assert same_bits(C, ozaki.dgemm(P.array, Bj))
         most = max(most, info.num_moduli)
-        kept = P.stack(False, get_backend()).residues
+        kept = P.stack(REAL, get_backend()).residues
         assert len(kept) <= most  # one plane per modulus used, nothing older
     lean = ozaki.prepare(P.array, keep_residues=False)
     ozaki.dgemm(lean, partners[0])
-    stack = lean.stack(False, get_backend())
+    stack = lean.stack(REAL, get_backend())
     assert not stack.residues and stack.floors  # the floors are kept either way
 
 

@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from ..core import compensated
+from ..core.kind import Kind
 from .arguments import policy_for, resolve
 from ..backends import get_backend
 from ..core.certify import CertificationError
@@ -39,25 +40,25 @@ def options(scheme, num_moduli, mode, engine, fallback, bounds, backend=None) ->
                    bool(bounds), be)
 
 
-def stacked(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: int):
+def stacked(A3, B3, opts: Options, kind: Kind, b: int, m: int, n: int, k: int):
     """``C`` (b, m, n) and info for stacks (or prepared operands) ``A3``, ``B3``."""
-    dtype = np.complex128 if complex_ else np.float64
+    dtype = np.complex128 if kind.complex else np.float64
     if b == 0 or m == 0 or n == 0 or k == 0:
-        return empty_product(opts, b, m, n, k, complex_)
+        return empty_product(opts, b, m, n, k, kind)
 
     def side(X, outer):
         if isinstance(X, PreparedOperand):
-            return X.stack(complex_, opts.backend)
-        op = opts.backend.operand(embed(X, outer) if complex_ else X, outer)
+            return X.stack(kind, opts.backend)
+        op = opts.backend.operand(embed(X, outer) if kind.complex else X, outer)
         floors = None
         if opts.mode == "accurate":  # the floors with the line data, in one read
             floors = (quantization_bits(opts.scheme, op.inner), floors_buffer(op))
         return Prepared(op, opts.backend, norms=opts.mode == "fast", floors=floors)
 
-    width = 2 if complex_ else 1
+    width = kind.width
     prepared = isinstance(A3, PreparedOperand) or isinstance(B3, PreparedOperand)
-    if compensated.applies(opts, prepared, m, n, k, complex_):
-        out, info, where = compensated_product(A3, B3, opts, complex_, b, m, n, k)
+    if compensated.applies(opts, prepared, m, n, k, kind):
+        out, info, where = compensated_product(A3, B3, opts, kind, b, m, n, k)
         if info.uncertified and opts.policy == "raise":
             first = np.argwhere(where)[0]
             raise CertificationError(compensated.explain(
@@ -68,18 +69,18 @@ def stacked(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: in
             pa, pb = side(A3, 0), side(B3, 1)  # the operands' line data: part of the decisions
             lines = time.perf_counter() - t0
             out = np.empty((b, m, n), dtype)
-            info = emulate(pa, pb, opts, out, complex_=complex_)
+            info = emulate(pa, pb, opts, out, kind=kind)
             info.seconds["scaling"] += lines
     if info.error_bound is not None:
-        info.error_bound = parts_bound(info.error_bound, n, complex_)
+        info.error_bound = parts_bound(info.error_bound, n, kind)
     return out, info
 
 
-def empty_product(opts: Options, b: int, m: int, n: int, k: int, complex_: bool):
+def empty_product(opts: Options, b: int, m: int, n: int, k: int, kind: Kind):
     """A product with an empty dimension: ``C`` (b, m, n) of exact zeros (an empty sum)
     and its info (the count ``"auto"`` would start from, for the real embedding's ``k``)."""
-    dtype = np.complex128 if complex_ else np.float64
-    kk = 2 * k if complex_ else k
+    dtype = np.complex128 if kind.complex else np.float64
+    kk = kind.width * k
     count = auto_num_moduli(opts.scheme, kk) if opts.num_moduli == "auto" else opts.num_moduli
     info = OzakiInfo(opts.scheme, count, opts.mode, opts.engine.name,
                      bound_kind="normwise" if opts.mode == "fast" else "componentwise")
@@ -89,20 +90,20 @@ def empty_product(opts: Options, b: int, m: int, n: int, k: int, complex_: bool)
     return np.zeros((b, m, n), dtype), info
 
 
-def parts_bound(bound: np.ndarray, n: int, complex_: bool) -> np.ndarray:
+def parts_bound(bound: np.ndarray, n: int, kind: Kind) -> np.ndarray:
     """A complex product's bound on its embedding ``[Re | Im]`` as one complex bound per
     entry (real part: the real part's bound); a real product's as it is."""
-    return bound[..., :n] + 1j * bound[..., n:] if complex_ else bound
+    return bound[..., :n] + 1j * bound[..., n:] if kind.complex else bound
 
 
-def compensated_product(A3, B3, opts: Options, complex_: bool, b: int, m: int, n: int, k: int):
+def compensated_product(A3, B3, opts: Options, kind: Kind, b: int, m: int, n: int, k: int):
     """The small-product path (:mod:`ozaki.core.compensated`): ``C`` (b, m, n), its info, and
     where its uncertified entries are (on the real embedding; ``None`` if nowhere).
 
     A complex product is the real one of its embedding ``[Ar, Ai] @ [[Br, Bi], [-Bi, Br]]
     = [Re | Im]``, the matrices the emulated path's fallback reads.
     """
-    if complex_:
+    if kind.complex:
         A3 = embed(A3, 0)
         Bc = B3.astype(np.complex128, copy=False)
         B3 = np.concatenate((np.concatenate((Bc.real, Bc.imag), axis=2),
@@ -119,7 +120,7 @@ def compensated_product(A3, B3, opts: Options, complex_: bool, b: int, m: int, n
         info.fallback_block = (int(done.mask.any(axis=2).sum()), int(done.mask.any(axis=1).sum()))
     info.slice_moduli = np.zeros(b, np.int64)
     info.seconds["products"] = done.seconds
-    if not complex_:
+    if not kind.complex:
         return flat, info, done.mask
     out = np.empty((b, m, n), np.complex128)
     out.real, out.imag = flat[..., :n], flat[..., n:]

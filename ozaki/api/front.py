@@ -17,6 +17,7 @@ from .calls import check_out, options, shape_of, side_check, stacked
 from ..backends.engines import Engine
 from .prepared import PreparedOperand
 from ..core.backend import Backend
+from ..core.kind import kind_of
 
 __all__ = ["dgemm", "gemm", "zgemm"]
 
@@ -102,7 +103,7 @@ def _gemm(A, B, C, alpha, beta, trans_a, trans_b, scheme, num_moduli, mode, engi
     a3 = A if isinstance(A, PreparedOperand) else A[None]
     b3 = B if isinstance(B, PreparedOperand) else B[None]
     # alpha == 0 skips the product: an empty inner dimension
-    X, info = stacked(a3, b3, opts, is_c, 1, m, n, 0 if alpha == 0 else k)
+    X, info = stacked(a3, b3, opts, kind_of(is_c), 1, m, n, 0 if alpha == 0 else k)
     X = X[0]
     if info.error_bound is not None:
         info.error_bound = info.error_bound[0]

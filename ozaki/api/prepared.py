@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from .arguments import operand
+from ..core.kind import Kind
 from ..core.pipeline import Prepared
 
 __all__ = ["PreparedOperand", "prepare", "embed"]
@@ -37,22 +38,22 @@ class PreparedOperand:
         self.shape = array.shape
         self.is_complex = np.iscomplexobj(array)
         self._keep_residues = keep_residues
-        self._prepared: dict[tuple, Prepared] = {}  # per (complex_, backend)
+        self._prepared: dict[tuple, Prepared] = {}  # per (kind, backend)
 
     def __repr__(self) -> str:
         kind = "complex" if self.is_complex else "real"
         return f"PreparedOperand({kind}, shape={self.shape}, side={self.side!r})"
 
-    def stack(self, complex_: bool, backend) -> Prepared:
+    def stack(self, kind: Kind, backend) -> Prepared:
         """The prepared stack for a real or (embedded) complex product on ``backend``
         (each backend keeps its own data: they are exact, so the bits agree)."""
-        got = self._prepared.get((complex_, backend))
+        got = self._prepared.get((kind, backend))
         if got is None:
             X = self.array.reshape((-1,) + self.shape[-2:])
             outer = 0 if self.side == "left" else 1
-            got = Prepared(backend.operand(embed(X, outer) if complex_ else X, outer), backend,
+            got = Prepared(backend.operand(embed(X, outer) if kind.complex else X, outer), backend,
                            keep=True, keep_residues=self._keep_residues)
-            self._prepared[(complex_, backend)] = got
+            self._prepared[(kind, backend)] = got
         return got
 
 

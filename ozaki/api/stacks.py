@@ -11,6 +11,7 @@ from ..backends.engines import Engine
 from .calls import check_out, options, shape_of, side_check, stacked
 from .prepared import PreparedOperand
 from ..core.backend import Backend
+from ..core.kind import kind_of
 
 __all__ = ["matmul"]
 
@@ -93,7 +94,7 @@ def matmul(A: Any, B: Any, *, scheme: str = "auto",
             return X.reshape((1,) + s[-2:])
         return np.broadcast_to(X, batch + s[-2:]).reshape((b,) + s[-2:])
 
-    C, info = stacked(stack(A, sa), stack(B, sb), opts, is_c, b, m, n, k)
+    C, info = stacked(stack(A, sa), stack(B, sb), opts, kind_of(is_c), b, m, n, k)
     info.slice_moduli = np.asarray(info.slice_moduli).reshape(batch)
     if info.error_bound is not None:
         info.error_bound = info.error_bound.reshape(shape)

@@ -46,6 +46,7 @@ from typing import Iterator
 import numpy as np
 
 from .fallback import exact_bound, exact_entries
+from .kind import Kind
 from .special import apply_nonfinite
 
 __all__ = ["SMALL_WORK", "applies", "emulated_options", "enabled", "product", "SAFE",
@@ -102,7 +103,7 @@ def enabled(on: bool) -> Iterator[None]:
         _local.on = before
 
 
-def applies(opts, prepared: bool, m: int, n: int, k: int, complex_: bool) -> bool:
+def applies(opts, prepared: bool, m: int, n: int, k: int, kind: Kind) -> bool:
     """Whether a product of shape (m, k) @ (k, n) takes this path.
 
     Only with ``num_moduli="auto"`` (an explicit count asks for the emulation), on
@@ -110,7 +111,7 @@ def applies(opts, prepared: bool, m: int, n: int, k: int, complex_: bool) -> boo
     at most :data:`SMALL_WORK` terms (``k >= 1``), and unless the calling thread
     turned the path off (:func:`enabled`).
     """
-    work = m * n * k * (4 if complex_ else 1)
+    work = m * n * k * kind.work
     return (opts.num_moduli == "auto" and not prepared and 0 < work <= SMALL_WORK
             and getattr(_local, "on", True))
 

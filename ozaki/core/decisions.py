@@ -39,6 +39,7 @@ from functools import cached_property
 import numpy as np
 
 from . import certify, scaling
+from .kind import REAL, Kind
 from .engine import exact_out
 from .moduli import MIN_MODULI, crt_plan, max_moduli, plan_terms
 from .workspace import workspace
@@ -210,24 +211,19 @@ def choose_counts(evaluate, scheme: str, start, down: bool = True,
     return cert
 
 
-def tile(x: np.ndarray) -> np.ndarray:
-    """Column data of ``B`` for a complex product's real embedding (``[Re | Im]`` columns)."""
-    return np.concatenate((x, x), axis=-1)
-
-
 def _slice(x, g):
     return x[g:g + 1]
 
 
 def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: int,
-               floors=(None, None), buffers=(None, None, None), complex_: bool = False):
+               floors=(None, None), buffers=(None, None, None), kind: Kind = REAL):
     """Accurate mode's exact data: quantisers ``e``, ``f``, floors, and the floor GEMM.
 
     ``floors`` may hold an operand's floors and their line sums already computed,
     ``(FA, rF)`` and ``(FB, cF)`` (they depend on that operand and ``r`` only);
     ``buffers`` the float32 planes for the floors (bits' layout) and FP64 memory
     for ``G`` (:func:`ozaki.core.engine.exact_out`). Returns ``(Bound, e, f, ((FA, rF), (FB,
-    cF)))`` with ``e`` (ba, m), ``f`` (bb, n). For ``complex_``, ``pa`` is ``[Ar,
+    cF)))`` with ``e`` (ba, m), ``f`` (bb, n). For a complex ``kind``, ``pa`` is ``[Ar,
     Ai]``, ``pb`` is ``[Br; Bi]`` (bb, 2k, n) and ``lb`` the embedding's tiled
     column data: ``G``, ``cF`` and ``f`` are the real embedding's (``2n``
     columns), the returned ``FB``, ``cF`` those of ``[Br; Bi]``.
@@ -245,15 +241,15 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
         FA, rF = floors[0]
     if floors[1] is None:
         out = np.empty(pb.layout(pb.batch), np.float32) if buf_b is None else buf_b
-        FB, cF = backend.quantize(pb, f[:, :pb.shape[2]] if complex_ else f, out, sums=True)
+        FB, cF = backend.quantize(pb, f[:, :pb.shape[2]] if kind.complex else f, out, sums=True)
     else:
         FB, cF = floors[1]
     kept = ((FA, rF), (FB, cF))
     q = 2 ** r - 1
     n, h = FB.shape[2], FA.shape[2] // 2
     G = exact_out(np.broadcast_shapes(FA.shape[:-2], FB.shape[:-2])
-                          + (FA.shape[1], (2 if complex_ else 1) * n), FA.shape[2] * q * q, buf_g)
-    if not complex_:
+                          + (FA.shape[1], kind.width * n), FA.shape[2] * q * q, buf_g)
+    if not kind.complex:
         return Bound(r, backend.matmul(engine, FA, FB, q, q, G), rF, cF), e, f, kept
     # The embedding's floors are [[FBr, FBi], [FBi, FBr]], so its floor GEMM is
     # [FA FB | FA' FB] with FA' = [FAi, FAr]: two GEMMs of the same exact integer
@@ -262,7 +258,7 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
     swapped = workspace().take("floors_swap", FA.shape, np.float32)
     np.concatenate((FA[..., h:], FA[..., :h]), axis=-1, out=swapped)
     backend.matmul(engine, swapped, FB, q, q, G[..., n:])
-    return Bound(r, G, rF, tile(cF)), e, f, kept
+    return Bound(r, G, rF, kind.tile(cF)), e, f, kept
 
 
 def decide_accurate(opts, bd: Bound, e, f, la: Lines, lb: Lines, b: int, k: int, operands,

@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from .special import apply_nonfinite
+from .kind import COMPLEX, Kind
 
 __all__ = ["exact_entries", "overflow_risk", "exact_bound", "needs_operands", "finish"]
 
@@ -116,10 +117,10 @@ def needs_operands(la, lb, k: int, b: int, mask=None):
 
 
 def finish(backend, info, dec, policy: str, out: np.ndarray, la, lb, k: int, b: int,
-           complex_: bool, operands) -> None:
+           kind: Kind, operands) -> None:
     """After the reconstruction: bounds, exact fallback, overflow guard, non-finite values.
 
-    ``out`` (b, m, n) holds the emulated stack (for ``complex_``, complex128 or
+    ``out`` (b, m, n) holds the emulated stack (for a complex ``kind``, complex128 or
     the real embedding's ``[Re | Im]`` (b, m, 2n), which the decision and
     ``operands`` describe either way), ``dec``
     its decision, ``la``/``lb`` the operands' line data
@@ -132,16 +133,16 @@ def finish(backend, info, dec, policy: str, out: np.ndarray, la, lb, k: int, b: 
     idle = info.error_bound is None and mask is None and not busy.any()
     if not np.iscomplexobj(out) or idle:  # (nothing reads or writes ``out`` when idle)
         _finish_real(backend, info, mask, out, la, lb, busy, near, bad_a, bad_b, operands,
-                     complex_)
+                     kind)
         return
     C, out = out, np.concatenate((out.real, out.imag), axis=-1)  # [Re | Im]
-    _finish_real(backend, info, mask, out, la, lb, busy, near, bad_a, bad_b, operands, True)
+    _finish_real(backend, info, mask, out, la, lb, busy, near, bad_a, bad_b, operands, COMPLEX)
     n = C.shape[-1]
     C.real, C.imag = out[..., :n], out[..., n:]
 
 
 def _finish_real(backend, info, mask, out, la, lb, busy, near, bad_a, bad_b, operands,
-                     complex_):
+                     kind):
     """:func:`finish` on the real ``out`` (b, m, n) (for complex products ``[Re | Im]``)."""
     if info.error_bound is not None:
         # |C - AB| <= u |AB| + X and |AB| <= |C| + |C - AB| give
@@ -159,8 +160,8 @@ def _finish_real(backend, info, mask, out, la, lb, busy, near, bad_a, bad_b, ope
     for g in np.flatnonzero(busy):
         Ag, Bg = operands(g)
         ga, gb = min(g, la.bad.shape[0] - 1), min(g, lb.bad.shape[0] - 1)
-        Ebg = np.concatenate((Eb[gb], Eb[gb])) if complex_ else Eb[gb]
-        zbg = np.concatenate((zb[gb], zb[gb])) if complex_ else zb[gb]
+        Ebg = np.concatenate((Eb[gb], Eb[gb])) if kind.complex else Eb[gb]
+        zbg = np.concatenate((zb[gb], zb[gb])) if kind.complex else zb[gb]
         sel = None if mask is None else mask[g]
         risk = overflow_risk(Ag, Bg, Ea[ga], za[ga], Ebg, zbg) if near[g] else None
         if risk is not None:
@@ -173,7 +174,7 @@ def _finish_real(backend, info, mask, out, la, lb, busy, near, bad_a, bad_b, ope
         if bad_a[g] or bad_b[g]:
             bad_rows = la.bad[ga]
             bad_cols = lb.bad[gb]
-            if complex_:
+            if kind.complex:
                 bad_cols = np.concatenate((bad_cols, bad_cols))
             apply_nonfinite(Ag, Bg, bad_rows, bad_cols, out[g])
             if info.error_bound is not None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .moduli import MODULI_VERSION
+from .kind import REAL, Kind
 
 __all__ = ["OzakiInfo", "PHASES"]
 
@@ -98,12 +99,12 @@ class OzakiInfo:
     slice_moduli: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
-    def from_decision(cls, opts, dec, complex_: bool = False,
+    def from_decision(cls, opts, dec, kind: Kind = REAL,
                       copy_bound: bool = False) -> "OzakiInfo":
         """The record of an emulated product from its options and step 1's decision.
 
         Counts, certificate and GEMMs (step 1's exact GEMMs in accurate mode, then
-        one modular product per modulus, Gauss's three for ``complex_``); the bound
+        one modular product per modulus, Gauss's three for a complex ``kind``); the bound
         is the decision's (a copy with ``copy_bound``: it is finished in place).
         Serial (:func:`ozaki.core.pipeline.emulate`) and distributed products both
         build theirs here.
@@ -111,7 +112,7 @@ class OzakiInfo:
         from .moduli import MODULI
         from .products import gemms_per_modulus
         N = int(dec.counts.max())
-        gemms = (3 if complex_ else 1) * sum(gemms_per_modulus(opts.engine, p)
+        gemms = kind.products * sum(gemms_per_modulus(opts.engine, p)
                                              for p in MODULI[opts.scheme][:N])
         bound = dec.bound.copy() if copy_bound and dec.bound is not None else dec.bound
         return cls(opts.scheme, N, opts.mode, opts.engine.name,

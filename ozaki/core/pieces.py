@@ -10,6 +10,7 @@ small ``A`` (:func:`column_block`). :func:`piece_bytes` is a piece's workspace;
 from __future__ import annotations
 
 from .products import product_kblock
+from .kind import REAL, Kind
 
 __all__ = ["CHUNK_BYTES", "GROUP_BYTES", "column_block", "piece_bytes", "piece_threads"]
 
@@ -33,7 +34,7 @@ def column_block(A, m: int, k: int, n: int, N: int) -> int:
     return max(512, CHUNK_BYTES // (8 * (k + m)) // 512 * 512)
 
 
-def piece_bytes(c: int, m: int, k: int, w: int, N: int, item: int, complex_: bool = False,
+def piece_bytes(c: int, m: int, k: int, w: int, N: int, item: int, kind: Kind = REAL,
                 blocked: bool = False) -> int:
     """Workspace of one piece: ``c`` slices, ``w`` columns of the (real) product.
 
@@ -46,12 +47,12 @@ def piece_bytes(c: int, m: int, k: int, w: int, N: int, item: int, complex_: boo
     """
     planes_a = 0 if blocked else c * m * k
     group = N if 8 * N * (planes_a + c * k * w) <= GROUP_BYTES else 1
-    raw = not complex_ and 8 * N * c * m * w <= GROUP_BYTES
+    raw = not kind.complex and 8 * N * c * m * w <= GROUP_BYTES
     store = N * c * m * w * (8 if raw else item) + (0 if raw else 8 * c * m * w)
     return int(8 * group * (planes_a + c * k * w) + (8 * N * m * k if blocked else 0) + store)
 
 
-def piece_threads(backend, engine, pa, pb, s, t, pieces, moduli, k, complex_) -> int:
+def piece_threads(backend, engine, pa, pb, s, t, pieces, moduli, k, kind) -> int:
     """Worker threads for the pieces of a product: 1 (the calling thread) or the pass threads.
 
     Pieces run on worker threads when there are several, each with serial
@@ -63,7 +64,7 @@ def piece_threads(backend, engine, pa, pb, s, t, pieces, moduli, k, complex_) ->
     is computed as on one thread, so the bits are the same either way.
     """
     threads = backend.pass_threads()
-    if threads < 2 or len(pieces) < 2 or complex_:
+    if threads < 2 or len(pieces) < 2 or kind.complex:
         return 1
     if k > min(product_kblock(engine, p) for p in moduli):
         return 1

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import decisions, fallback, scaling
+from .kind import REAL, Kind
 from .backend import Operand
 from .certify import CertificationError, explain
 from .engine import Engine
@@ -140,14 +141,8 @@ def _norms(backend, prep: Prepared, k: int) -> decisions.Norms:
     return got
 
 
-def tie(sigma, tau):
-    """Real and imaginary columns of one ``B`` column share their shift (the smaller)."""
-    n = tau.shape[1] // 2
-    return sigma, decisions.tile(np.minimum(tau[:, :n], tau[:, n:]))
-
-
 def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
-           complex_: bool = False, scratch: np.ndarray | None = None) -> decisions.Decision:
+           kind: Kind = REAL, scratch: np.ndarray | None = None) -> decisions.Decision:
     """Step 1 for the stack ``pa`` @ ``pb`` of ``b`` slices: shifts, counts, certificate.
 
     ``scratch``, a C-contiguous FP64 array of the product's shape (b, m, n) (for
@@ -159,17 +154,17 @@ def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
     k = pa.op.shape[2]  # for complex products, the real embedding's inner dimension
 
     def operands(g):
-        return slice_operands(pa, pb, g, complex_)
+        return slice_operands(pa, pb, g, kind)
 
     la, lb = pa.lines, pb.lines
     start = auto_num_moduli(opts.scheme, k)
-    if complex_:
-        lb = decisions.Lines(*(decisions.tile(x) for x in (lb.maxbits, lb.bad, lb.nnz)))
+    if kind.complex:
+        lb = decisions.Lines(*(kind.tile(x) for x in (lb.maxbits, lb.bad, lb.nnz)))
     if opts.mode == "fast":
         na = _norms(backend, pa, k).normwise(pa.lines)
         nbn = _norms(backend, pb, k)
-        if complex_:
-            nbn = decisions.Norms(nbn.h, decisions.tile(nbn.S2), decisions.tile(nbn.S1))
+        if kind.complex:
+            nbn = decisions.Norms(nbn.h, kind.tile(nbn.S2), kind.tile(nbn.S1))
         nb = nbn.normwise(lb)
         return decisions.decide_fast(opts, na, nb, b, start)
     r = scaling.quantization_bits(opts.scheme, k)
@@ -177,20 +172,20 @@ def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
     # floors of operands that are not kept live in the residue planes' workspace
     # (they are dead once G is formed), and G in ``scratch`` or the product plane's
     ws = workspace()
-    shape = (b, pa.op.shape[1], (2 if complex_ else 1) * pb.op.shape[2])
+    shape = (b, pa.op.shape[1], kind.width * pb.op.shape[2])
     if scratch is None or scratch.shape != shape or scratch.dtype != np.float64 \
             or not scratch.flags.c_contiguous:
         scratch = ws.take("prod", shape)
     bufs = tuple(None if p.keep or got is not None else floors_buffer(p.op)
                  for p, got in ((pa, floors[0]), (pb, floors[1]))) + (scratch,)
     bd, e, f, (fa, fb) = decisions.bound_data(backend, opts.engine, pa.op, pb.op, la, lb,
-                                              opts.scheme, k, floors, bufs, complex_)
+                                              opts.scheme, k, floors, bufs, kind)
     if pa.keep:
         pa.floors.setdefault(r, fa)
     if pb.keep:
         pb.floors.setdefault(r, fb)
     return decisions.decide_accurate(opts, bd, e, f, la, lb, b, k, operands, start,
-                                     tie=tie if complex_ else None)
+                                     tie=kind.tie)
 
 
 def _shared(shift: np.ndarray, counts: np.ndarray) -> bool:
@@ -226,7 +221,7 @@ class Layout:
     m: int
     k: int
     n: int
-    complex_: bool
+    kind: Kind
     moduli: tuple
     counts: np.ndarray
     s: np.ndarray
@@ -252,21 +247,21 @@ class Layout:
 
 
 def _layout(pa: Prepared, pb: Prepared, opts: Options, dec, b: int, m: int, k: int, n: int,
-            complex_: bool) -> Layout:
+            kind: Kind) -> Layout:
     """The :class:`Layout` of a product once step 1 has decided ``dec``."""
     A, B = pa.op, pb.op
     counts = dec.counts
     moduli = MODULI[opts.scheme][:int(counts.max())]
-    t = np.ascontiguousarray(dec.t[:, :n] if complex_ else dec.t)
+    t = np.ascontiguousarray(dec.t[:, :n] if kind.complex else dec.t)
     s = np.ascontiguousarray(dec.s)
     wide_a = A.batch == 1 and b > 1 and _shared(s, counts)
     wide_b = B.batch == 1 and b > 1 and _shared(t, counts)
-    cols = 2 * n if complex_ else n
+    cols = kind.width * n
     per_slice = 8 * (A.shape[1] * A.shape[2] + B.shape[1] * B.shape[2] + m * cols)
-    lay = Layout(b, m, k, n, complex_, moduli, counts, s, t, s[:1] if wide_a else s,
+    lay = Layout(b, m, k, n, kind, moduli, counts, s, t, s[:1] if wide_a else s,
                  t[:1] if wide_b else t, wide_a, wide_b,
                  chunk=b if b == 1 else max(1, min(b, CHUNK_BYTES // per_slice)),
-                 width=column_block(A, m, k, n, len(moduli)) if b == 1 and not complex_
+                 width=column_block(A, m, k, n, len(moduli)) if b == 1 and not kind.complex
                  else cols, cols=cols,
                  bound=max(product_bound(opts.engine, p, k) for p in moduli))
     if lay.width < cols:  # A's planes of all N moduli, formed once for every block
@@ -275,10 +270,10 @@ def _layout(pa: Prepared, pb: Prepared, opts: Options, dec, b: int, m: int, k: i
 
 
 def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
-            complex_: bool = False, decision: decisions.Decision | None = None) -> OzakiInfo:
+            kind: Kind = REAL, decision: decisions.Decision | None = None) -> OzakiInfo:
     """``out[g] = A_g @ B_g`` (b, m, n) by Ozaki Scheme II; returns the info record.
 
-    For ``complex_``, ``pa`` holds ``[Ar, Ai]`` (b, m, 2k), ``pb`` holds
+    For a complex ``kind``, ``pa`` holds ``[Ar, Ai]`` (b, m, 2k), ``pb`` holds
     ``[Br; Bi]`` (b, 2k, n) and ``out``, complex128 (b, m, n) and C-contiguous,
     receives the product: the CRT writes its real and imaginary parts in place.
     ``decision`` imposes step 1's outcome (:func:`decide`): a caller that
@@ -292,28 +287,28 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     """
     A, B = pa.op, pb.op
     b, m = out.shape[0], A.shape[1]
-    k = A.shape[2] // 2 if complex_ else A.shape[2]
+    k = A.shape[2] // 2 if kind.complex else A.shape[2]
     n = B.shape[2]
     t0 = time.perf_counter()
     plane = out  # real (b, m, n); for complex products ``out``'s memory as (b, m, 2n)
-    if complex_:
+    if kind.complex:
         plane = out.view(np.float64).reshape(b, m, 2 * n)
     # the floor GEMM (accurate mode) lives in ``plane`` until the product overwrites it
-    dec = decide(pa, pb, opts, b, complex_, plane) if decision is None else decision
+    dec = decide(pa, pb, opts, b, kind, plane) if decision is None else decision
     # a decision the caller passed is not written into (the bound is finished in place)
-    info = OzakiInfo.from_decision(opts, dec, complex_, copy_bound=decision is not None)
+    info = OzakiInfo.from_decision(opts, dec, kind, copy_bound=decision is not None)
     if info.uncertified and opts.policy == "raise":
         raise CertificationError(explain(dec, opts.scheme, opts.mode,
                                          stacked=out.ndim == 3 and b > 1))
-    lay = _layout(pa, pb, opts, dec, b, m, k, n, complex_)
+    lay = _layout(pa, pb, opts, dec, b, m, k, n, kind)
     info.workspace_bytes = piece_bytes(min(b, lay.chunk), m, A.shape[2], lay.width, lay.N,
-                                       residue_dtype(lay.moduli).itemsize, complex_,
+                                       residue_dtype(lay.moduli).itemsize, kind,
                                        lay.RA is not None)
     info.seconds["scaling"] += time.perf_counter() - t0
     _run_pieces(pa, pb, opts, lay, plane, info.seconds)
     t0 = time.perf_counter()
     fallback.finish(opts.backend, info, dec, opts.policy, out, pa.lines, pb.lines, A.shape[2],
-                    b, complex_, lambda g: slice_operands(pa, pb, g, complex_))
+                    b, kind, lambda g: slice_operands(pa, pb, g, kind))
     info.seconds["reconstruction"] += time.perf_counter() - t0
     return info
 
@@ -324,7 +319,7 @@ def _run_pieces(pa: Prepared, pb: Prepared, opts: Options, lay: Layout, plane: n
     (b, m, 2n)), adding each phase's seconds to ``sec``."""
     pieces = lay.pieces()
     threads = piece_threads(opts.backend, opts.engine, pa, pb, lay.s, lay.t, pieces,
-                            lay.moduli, lay.k, lay.complex_)
+                            lay.moduli, lay.k, lay.kind)
     if threads > 1:
         # the threads start far apart in ``out`` (a piece each from every
         # thread's share in turn), so they do not fault the same fresh pages
@@ -348,12 +343,12 @@ def _piece(pa: Prepared, pb: Prepared, opts: Options, lay: Layout, piece: Piece,
     lo, hi, j0, j1 = piece.lo, piece.hi, piece.j0, piece.j1
     n, m = lay.n, lay.m
     shape = (lay.N, hi - lo, m, j1 - j0)
-    raw = not lay.complex_ and 8 * np.prod(shape) <= GROUP_BYTES
+    raw = not lay.kind.complex and 8 * np.prod(shape) <= GROUP_BYTES
     store = workspace().take("store", shape, np.float64 if raw else residue_dtype(lay.moduli))
     _products(pa, pb, opts, lay, piece, store, sec, raw)
     t2 = time.perf_counter()
     s, t, counts = lay.s[lo:hi], lay.t[lo:hi], lay.counts[lo:hi]
-    if lay.complex_:  # [Re | Im] residues into the parts of the complex result
+    if lay.kind.complex:  # [Re | Im] residues into the parts of the complex result
         b = plane.shape[0]
         parts = plane.reshape(b, m, n, 2)[..., 0], plane.reshape(b, m, n, 2)[..., 1]
         for h, part in enumerate(parts):
@@ -386,11 +381,11 @@ def _reconstruct(backend, scheme, store, counts, s, t, out, c0: int, products: i
         out[idx, :, c0:c0 + w] = part
 
 
-def slice_operands(pa: Prepared, pb: Prepared, g: int, complex_: bool):
+def slice_operands(pa: Prepared, pb: Prepared, g: int, kind: Kind):
     """Slice ``g``'s real matrices (for complex products, the real embedding)."""
     A, B = pa.op, pb.op
     Ag, Bg = A.X[min(g, A.batch - 1)], B.X[min(g, B.batch - 1)]
-    if complex_:
+    if kind.complex:
         k = Bg.shape[0] // 2
         Br, Bi = Bg[:k], Bg[k:]
         Bg = np.block([[Br, Bi], [-Bi, Br]])
@@ -405,11 +400,10 @@ def _products(pa: Prepared, pb: Prepared, opts: Options, lay: Layout, piece: Pie
     ``B`` (``lay.RA`` then holds ``A``'s planes of all the moduli already); with
     ``raw`` the exact products themselves go into ``store`` (FP64), not their residues.
     """
-    complex_, wide_a, wide_b, RA, k, m = (lay.complex_, lay.wide_a, lay.wide_b, lay.RA,
-                                          lay.k, lay.m)
+    kind, wide_a, wide_b, RA, k, m = lay.kind, lay.wide_a, lay.wide_b, lay.RA, lay.k, lay.m
     lo, hi = piece.lo, piece.hi
     c = hi - lo
-    n = lay.n if complex_ else piece.j1 - piece.j0
+    n = lay.n if kind.complex else piece.j1 - piece.j0
     part = (lo, hi) if lay.chunk < lay.b else None
     cols = None if lay.width == lay.cols else (piece.j0, piece.j1)
     sa = lay.sa if lay.sa.shape[0] == 1 else lay.sa[lo:hi]
@@ -441,7 +435,7 @@ def _products(pa: Prepared, pb: Prepared, opts: Options, lay: Layout, piece: Pie
             t1 = time.perf_counter()
             ra, rb = planes_a[q_a + q], RB[q]
             bound = product_bound(engine, p, k)
-            if complex_:
+            if kind.complex:
                 P = complex_product(backend, engine, ra, rb, p)
                 backend.complex_store(*P, p, store[q0 + q], n, bound)
             else:

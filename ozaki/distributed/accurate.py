@@ -29,7 +29,6 @@ import numpy as np
 from ..core import decisions, scaling
 from ..core.certify import Whole
 from ..core.moduli import auto_num_moduli
-from ..core.pipeline import tie
 from .modular import embedded, owners
 from .traffic import allgather_blocks, allreduce, bcast
 
@@ -76,7 +75,7 @@ class GridReduce(Whole):
         return self.shape
 
 
-def _floor_gemm(A, B, FA, FB, engine, r, width, complex_, tr):
+def _floor_gemm(A, B, FA, FB, engine, r, width, kind, tr):
     """``G = F_A F_B`` of this rank's block: SUMMA over the floor panels (float32, exact).
 
     Complex: ``F_A`` holds ``[FAr | FAi]`` and ``F_B`` the floors of ``[Br; Bi]``; a
@@ -89,13 +88,13 @@ def _floor_gemm(A, B, FA, FB, engine, r, width, complex_, tr):
     grid = A.grid
     m, n, k = FA.shape[0], FB.shape[1], A.shape[1]
     ka, kb = A.local.shape[1], B.local.shape[0]  # local k of A's and B's blocks
-    G = np.zeros((1, m, 2 * n if complex_ else n))
+    G = np.zeros((1, m, kind.width * n))
     q = 2 ** r - 1
     for k0, k1, qa, a0, pb, b0 in owners(grid, k, width):
         w = k1 - k0
-        cols = np.r_[a0:a0 + w, ka + a0:ka + a0 + w] if complex_ else np.s_[a0:a0 + w]
-        rows = np.r_[b0:b0 + w, kb + b0:kb + b0 + w] if complex_ else np.s_[b0:b0 + w]
-        ext = 2 * w if complex_ else w
+        cols = np.r_[a0:a0 + w, ka + a0:ka + a0 + w] if kind.complex else np.s_[a0:a0 + w]
+        rows = np.r_[b0:b0 + w, kb + b0:kb + b0 + w] if kind.complex else np.s_[b0:b0 + w]
+        ext = kind.width * w
         pa = (np.ascontiguousarray(FA[:, cols]) if grid.q == qa
               else np.empty((m, ext), np.float32))
         bcast(grid.row, pa, qa, tr, "decisions")
@@ -106,13 +105,13 @@ def _floor_gemm(A, B, FA, FB, engine, r, width, complex_, tr):
             continue
         # integers below 2**53 in all: every partial sum is exact
         G[0, :, :n] += engine.matmul(pa, pbk, q, q)
-        if complex_:
+        if kind.complex:
             swapped = np.concatenate((pa[:, w:], pa[:, :w]), axis=1)
             G[0, :, n:] += engine.matmul(swapped, pbk, q, q)
     return G
 
 
-def decide_accurate(A, B, oa, ob, la, lb, opts, width, complex_, tr):
+def decide_accurate(A, B, oa, ob, la, lb, opts, width, kind, tr):
     """The whole product's accurate-mode decision, for this rank's block.
 
     ``oa``, ``ob``: this rank's (embedded) blocks as operands; ``la``, ``lb``: the line
@@ -121,7 +120,7 @@ def decide_accurate(A, B, oa, ob, la, lb, opts, width, complex_, tr):
     """
     from mpi4py import MPI
     grid, backend = A.grid, opts.backend
-    K = A.shape[1] * (2 if complex_ else 1)
+    K = A.shape[1] * (kind.width)
     r = scaling.quantization_bits(opts.scheme, K)
     (Ea, za), (Eb, zb) = la.exponents, lb.exponents
     e = scaling.accurate_quantizers(Ea, za, r)
@@ -132,12 +131,12 @@ def decide_accurate(A, B, oa, ob, la, lb, opts, width, complex_, tr):
     cF = FB.sum(axis=1, dtype=np.float64)
     allreduce(grid.row, rF, MPI.SUM, tr)
     allreduce(grid.col, cF, MPI.SUM, tr)
-    if complex_:  # the embedding's column data: both column halves sum FBr and FBi
-        lb = decisions.Lines(*(decisions.tile(x) for x in (lb.maxbits, lb.bad, lb.nnz)))
-        f, cF = decisions.tile(f), decisions.tile(cF)
+    if kind.complex:  # the embedding's column data: both column halves sum FBr and FBi
+        lb = decisions.Lines(*(kind.tile(x) for x in (lb.maxbits, lb.bad, lb.nnz)))
+        f, cF = kind.tile(f), kind.tile(cF)
     G = _floor_gemm(A, B, np.ascontiguousarray(FA[0]), np.ascontiguousarray(FB[0]),
-                    opts.engine, r, width, complex_, tr)
-    reduce = GridReduce(grid, (A.shape[0], B.shape[1] * (2 if complex_ else 1)), tr)
+                    opts.engine, r, width, kind, tr)
+    reduce = GridReduce(grid, (A.shape[0], B.shape[1] * (kind.width)), tr)
     gathered = {}
 
     def operands(g):  # collective: every rank refines (the decision is the whole's)
@@ -149,7 +148,7 @@ def decide_accurate(A, B, oa, ob, la, lb, opts, width, complex_, tr):
 
     start = auto_num_moduli(opts.scheme, K)
     return decisions.decide_accurate(opts, decisions.Bound(r, G, rF, cF), e, f, la, lb, 1, K,
-                                     operands, start, tie=tie if complex_ else None,
+                                     operands, start, tie=kind.tie,
                                      reduce=reduce)
 
 

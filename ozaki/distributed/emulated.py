@@ -37,6 +37,7 @@ import time
 import numpy as np
 
 from ..core import compensated
+from ..core.kind import COMPLEX, REAL, Kind
 from ..core import fallback as _fallback
 from ..core.certify import CertificationError, explain
 from ..core.info import OzakiInfo
@@ -49,7 +50,7 @@ from .traffic import Traffic, allgather_blocks, allreduce
 __all__ = ["dgemm", "zgemm"]
 
 
-def check_operands(A, B, options: dict, complex_: bool, MPI):
+def check_operands(A, B, options: dict, kind: Kind, MPI):
     """The same verdict on every rank, before any other collective.
 
     Each rank checks its own arguments, then the ranks compare what they were given
@@ -69,7 +70,7 @@ def check_operands(A, B, options: dict, complex_: bool, MPI):
         if B.grid.comm is not grid.comm and MPI.Comm.Compare(B.grid.comm, grid.comm) not in (
                 MPI.IDENT, MPI.CONGRUENT):
             raise ValueError("A and B are distributed over different communicators")
-        if not complex_ and (np.iscomplexobj(A.local) or np.iscomplexobj(B.local)):
+        if not kind.complex and (np.iscomplexobj(A.local) or np.iscomplexobj(B.local)):
             raise TypeError("A or B is complex: use ozaki.distributed.zgemm")
         panel = options["panel"]
         if isinstance(panel, bool) or not isinstance(panel, (int, np.integer)) or panel < 1:
@@ -134,8 +135,8 @@ def dgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
     MPI = __import__("mpi4py.MPI", fromlist=["MPI"])
     options = dict(scheme=scheme, num_moduli=num_moduli, mode=mode, engine=engine,
                    fallback=fallback, bounds=bounds, panel=panel, backend=backend)
-    grid, shape, opts = check_operands(A, B, options, False, MPI)
-    return _product(A, B, grid, shape, opts, int(panel), return_info, bounds, False, MPI)
+    grid, shape, opts = check_operands(A, B, options, REAL, MPI)
+    return _product(A, B, grid, shape, opts, int(panel), return_info, bounds, REAL, MPI)
 
 
 def zgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
@@ -153,52 +154,52 @@ def zgemm(A: DistributedMatrix, B: DistributedMatrix, *, scheme: str = "auto",
     MPI = __import__("mpi4py.MPI", fromlist=["MPI"])
     options = dict(scheme=scheme, num_moduli=num_moduli, mode=mode, engine=engine,
                    fallback=fallback, bounds=bounds, panel=panel, backend=backend)
-    grid, shape, opts = check_operands(A, B, options, True, MPI)
+    grid, shape, opts = check_operands(A, B, options, COMPLEX, MPI)
     A, B = (DistributedMatrix(D.local.astype(np.complex128, copy=False), D.shape, D.grid)
             for D in (A, B))
-    return _product(A, B, grid, shape, opts, int(panel), return_info, bounds, True, MPI)
+    return _product(A, B, grid, shape, opts, int(panel), return_info, bounds, COMPLEX, MPI)
 
 
-def _product(A, B, grid, shape, opts, panel, return_info, bounds, complex_, MPI):
+def _product(A, B, grid, shape, opts, panel, return_info, bounds, kind, MPI):
     backend = opts.backend
     M, K, N = shape
-    Ke = 2 * K if complex_ else K  # the real embedding's inner dimension
+    Ke = kind.width * K  # the real embedding's inner dimension
     t0 = time.perf_counter()
     (m0, m1), (n0, n1) = A.rows, B.cols
     tr = Traffic()
     if M == 0 or N == 0 or K == 0:
         from ..api.calls import empty_product
-        C, info = empty_product(opts, 1, m1 - m0, n1 - n0, K, complex_)
+        C, info = empty_product(opts, 1, m1 - m0, n1 - n0, K, kind)
         if info.error_bound is not None:
             info.error_bound = info.error_bound[0]
         info.traffic = tr
         C = DistributedMatrix(C[0], (M, N), grid)
         return (C, info) if (return_info or bounds) else C
-    if compensated.applies(opts, False, M, N, K, complex_):
-        return _compensated(A, B, grid, shape, opts, return_info, bounds, complex_, MPI, tr)
+    if compensated.applies(opts, False, M, N, K, kind):
+        return _compensated(A, B, grid, shape, opts, return_info, bounds, kind, MPI, tr)
     oa = opts.backend.operand(embedded(A.local, 0)[None], 0)
     ob = opts.backend.operand(embedded(B.local, 1)[None], 1)
     la, lb = line_data(oa, backend, grid.row, MPI, tr), line_data(ob, backend, grid.col, MPI, tr)
     if opts.mode == "accurate":
-        dec = decide_accurate(A, B, oa, ob, la, lb, opts, panel, complex_, tr)
+        dec = decide_accurate(A, B, oa, ob, la, lb, opts, panel, kind, tr)
     else:
         na = norm_data(oa, la, Ke, backend, grid.row, MPI, tr)
         nb = norm_data(ob, lb, Ke, backend, grid.col, MPI, tr)
-        dec = decide_fast(grid, la, na, lb, nb, Ke, opts, MPI, (m0, m1), (n0, n1), complex_,
+        dec = decide_fast(grid, la, na, lb, nb, Ke, opts, MPI, (m0, m1), (n0, n1), kind,
                           tr)
-    info = OzakiInfo.from_decision(opts, dec, complex_)
+    info = OzakiInfo.from_decision(opts, dec, kind)
     if info.uncertified and opts.policy == "raise":
         raise CertificationError(explain(dec, opts.scheme, opts.mode))
     info.seconds["scaling"] += time.perf_counter() - t0
-    out, sec = modular_summa(A, B, dec, la, lb, opts, panel, complex_, tr)
+    out, sec = modular_summa(A, B, dec, la, lb, opts, panel, kind, tr)
     info.seconds.update({k: info.seconds.get(k, 0.0) + v for k, v in sec.items()})
     t1 = time.perf_counter()
     mask = dec.mask if info.uncertified and opts.policy == "exact" else None
-    _finish(grid, A, B, info, dec, mask, opts, out, la, lb, Ke, complex_, MPI, tr)
+    _finish(grid, A, B, info, dec, mask, opts, out, la, lb, Ke, kind, MPI, tr)
     info.seconds["reconstruction"] += time.perf_counter() - t1
     info.traffic = tr
     n = n1 - n0
-    if complex_:
+    if kind.complex:
         C = np.empty((m1 - m0, n), np.complex128)
         C.real, C.imag = out[0][:, :n], out[0][:, n:]
         if info.error_bound is not None:
@@ -212,7 +213,7 @@ def _product(A, B, grid, shape, opts, panel, return_info, bounds, complex_, MPI)
     return (C, info) if (return_info or bounds) else C
 
 
-def _compensated(A, B, grid, shape, opts, return_info, bounds, complex_, MPI, tr):
+def _compensated(A, B, grid, shape, opts, return_info, bounds, kind, MPI, tr):
     """A small product (:mod:`ozaki.core.compensated`): each rank gathers its full rows of
     ``A`` and columns of ``B`` and computes its block as the serial call does (each
     entry depends on its row and column alone); the counts are totals over the grid."""
@@ -222,7 +223,7 @@ def _compensated(A, B, grid, shape, opts, return_info, bounds, complex_, MPI, tr
     Bc = allgather_blocks(grid.col, B.local, 0, tr, "panels")
     t1 = time.perf_counter()
     m, n = Ar.shape[0], Bc.shape[1]
-    out, info, where = compensated_product(Ar[None], Bc[None], opts, complex_, 1, m, n,
+    out, info, where = compensated_product(Ar[None], Bc[None], opts, kind, 1, m, n,
                                            shape[1])
     t2 = time.perf_counter()
     # the first uncertified entry in row-major order of the (embedded) product, as serial
@@ -231,7 +232,7 @@ def _compensated(A, B, grid, shape, opts, return_info, bounds, complex_, MPI, tr
     if where is not None:
         i, j = (int(x) for x in np.argwhere(where[0])[0])
         col = B.cols[0] + j if j < nq else N + B.cols[0] + j - nq
-        first = (A.rows[0] + i) * (2 * N if complex_ else N) + col
+        first = (A.rows[0] + i) * (kind.width * N) + col
     counts = np.array([info.exact_entries, info.uncertified, -first], np.int64)
     allreduce(grid.comm, counts[:2], MPI.SUM, tr)
     info.exact_entries, info.uncertified = int(counts[0]), int(counts[1])
@@ -241,16 +242,16 @@ def _compensated(A, B, grid, shape, opts, return_info, bounds, complex_, MPI, tr
         info.max_bound_ratio = np.inf
         if opts.policy == "raise":  # on every rank, after the same reductions
             raise CertificationError(compensated.explain(
-                info.uncertified, divmod(int(-top[0]), 2 * N if complex_ else N)))
+                info.uncertified, divmod(int(-top[0]), kind.width * N)))
         if opts.policy == "exact":
             local = where if where is not None else np.zeros(out.shape[:2] + (
-                (2 if complex_ else 1) * n,), bool)
+                kind.width * n,), bool)
             info.fallback, info.fallback_entries = "exact", info.uncertified
             info.fallback_block = _fallback_block(grid, local[0], MPI, tr)
     info.seconds["communication"] = (t1 - t0) + (time.perf_counter() - t2)
     info.traffic = tr
     if info.error_bound is not None:
-        info.error_bound = parts_bound(info.error_bound, n, complex_)[0]
+        info.error_bound = parts_bound(info.error_bound, n, kind)[0]
     C = DistributedMatrix(out[0], (shape[0], shape[2]), grid)
     return (C, info) if (return_info or bounds) else C
 
@@ -268,7 +269,7 @@ def _fallback_block(grid, mask: np.ndarray, MPI, tr) -> tuple[int, int]:
     return int(counts[0]), int(counts[1])
 
 
-def _finish(grid, A, B, info, dec, mask, opts, out, la, lb, Ke, complex_, MPI, tr):
+def _finish(grid, A, B, info, dec, mask, opts, out, la, lb, Ke, kind, MPI, tr):
     """Fallback, overflow guard and non-finite values, with the full lines where needed."""
     busy = np.array([int(_fallback.needs_operands(la, lb, Ke, 1, mask)[0][0])], np.int64)
     allreduce(grid.comm, busy, MPI.MAX, tr)
@@ -279,7 +280,7 @@ def _finish(grid, A, B, info, dec, mask, opts, out, la, lb, Ke, complex_, MPI, t
         whole = real_operands(Ar, Bc)
         operands = lambda g: whole  # noqa: E731
     if busy[0] or info.error_bound is not None:
-        _fallback.finish(opts.backend, info, dec, opts.policy, out, la, lb, Ke, 1, complex_, operands)
+        _fallback.finish(opts.backend, info, dec, opts.policy, out, la, lb, Ke, 1, kind, operands)
     local = np.array([info.fallback_entries, info.exact_entries], np.int64)
     allreduce(grid.comm, local, MPI.SUM, tr)
     info.fallback_entries, info.exact_entries = int(local[0]), int(local[1])

@@ -55,7 +55,7 @@ def _cut(nw: Normwise, idx: np.ndarray) -> Normwise:
     return Normwise(*(getattr(nw, f)[:, idx] for f in Normwise.__dataclass_fields__))
 
 
-def decide_fast(grid, la, na_rows, lb, nb_cols, k, opts, MPI, rows, cols, complex_, tr):
+def decide_fast(grid, la, na_rows, lb, nb_cols, k, opts, MPI, rows, cols, kind, tr):
     """The whole product's fast-mode decision, restricted to this rank's block.
 
     For a complex product the columns are the real embedding's ``[Re | Im]``: the
@@ -69,16 +69,16 @@ def decide_fast(grid, la, na_rows, lb, nb_cols, k, opts, MPI, rows, cols, comple
     na = decisions.Norms(na_rows.h, *m_norms).normwise(LA)
     nbn = decisions.Norms(nb_cols.h, *n_norms)
     N = LB.maxbits.shape[1]
-    if complex_:
-        LB = decisions.Lines(*(decisions.tile(x) for x in (LB.maxbits, LB.bad, LB.nnz)))
-        nbn = decisions.Norms(nbn.h, decisions.tile(nbn.S2), decisions.tile(nbn.S1))
+    if kind.complex:
+        LB = decisions.Lines(*(kind.tile(x) for x in (LB.maxbits, LB.bad, LB.nnz)))
+        nbn = decisions.Norms(nbn.h, kind.tile(nbn.S2), kind.tile(nbn.S1))
     nb = nbn.normwise(LB)
     start = auto_num_moduli(opts.scheme, k)
     whole = decisions.decide_fast(replace(opts, policy="none", want_bound=False), na, nb, 1,
                                   start)
     (r0, r1), (c0, c1) = rows, cols
     idx = np.arange(c0, c1)
-    if complex_:
+    if kind.complex:
         idx = np.concatenate((idx, N + idx))
     s, t = whole.s[:, r0:r1], whole.t[:, idx]
     mask = bound = None

@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from ..core.moduli import MODULI, crt_plan
-from ..core.moduli import residue_dtype
+from ..core.kind import Kind
+from ..core.moduli import MODULI, crt_plan, residue_dtype
 from ..core.products import complex_product, modular_product
 from .layout import bounds
 from .traffic import bcast
@@ -66,14 +66,14 @@ def broadcast_panels(A, B, k0, k1, qa, a0, pb, b0, tr, kind="panels"):
     return pa, pbk
 
 
-def modular_summa(A, B, dec, la, lb, opts, width: int, complex_: bool, tr):
+def modular_summa(A, B, dec, la, lb, opts, width: int, kind: Kind, tr):
     """``(out, seconds)``: this rank's block of ``C`` (1, m, n) or ``[Re, Im]`` (1, m, 2n)."""
     backend, engine = opts.backend, opts.engine
     N = int(dec.counts[0])
     moduli = MODULI[opts.scheme][:N]
     m, n, k = A.local.shape[0], B.local.shape[1], A.shape[1]
     s, t = dec.s, dec.t[:, :n]  # complex: the Re and Im columns share their shift
-    parts = 3 if complex_ else 1
+    parts = kind.products
     acc = np.zeros((parts, N, 1, m, n))
     (Ea, za), (Eb, zb) = la.exponents, lb.exponents
     split_a, split_b = backend.residue_pass(Ea, za, s), backend.residue_pass(Eb, zb, t)
@@ -92,16 +92,16 @@ def modular_summa(A, B, dec, la, lb, opts, width: int, complex_: bool, tr):
         t2 = time.perf_counter()
         sec["residues"] += t2 - t1
         for q, p in enumerate(moduli):
-            prods = (complex_product(backend, engine, RA[q], RB[q], p) if complex_
+            prods = (complex_product(backend, engine, RA[q], RB[q], p) if kind.complex
                      else (modular_product(backend, engine, RA[q], RB[q], p),))
             for j, prod in enumerate(prods):  # exact: |acc| <= panels * p / 2
                 backend.reduce_into(acc[j, q], prod, p, i == 0)
         sec["products"] += time.perf_counter() - t2
-    out = np.empty((1, m, 2 * n if complex_ else n))
+    out = np.empty((1, m, kind.width * n))
     t0 = time.perf_counter()
     if m and n:
         plan = crt_plan(opts.scheme, N)
-        if complex_:
+        if kind.complex:
             store = np.empty((N, 1, m, 2 * n), residue_dtype(moduli))
             for q, p in enumerate(moduli):
                 backend.complex_store(acc[0, q], acc[1, q], acc[2, q], p, store[q], n)

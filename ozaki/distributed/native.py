@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core.kind import REAL
 from .emulated import check_operands
 from .layout import DistributedMatrix
 from .modular import broadcast_panels, owners
@@ -76,7 +77,7 @@ def summa(A: DistributedMatrix, B: DistributedMatrix, *, panel: int = 512,
     options = dict(scheme="auto", num_moduli="auto", mode="accurate", engine="auto",
                    fallback=None, bounds=False, panel=panel, backend=None)
     # (only panel is the caller's)
-    grid, (M, K, N), _ = check_operands(A, B, options, False, MPI)
+    grid, (M, K, N), _ = check_operands(A, B, options, REAL, MPI)
     (m0, m1), (n0, n1) = A.rows, B.cols
     m, n = m1 - m0, n1 - n0
     info = SummaInfo()
