@@ -24,7 +24,7 @@ from ..backends import get_backend
 from ..core.certify import CertificationError
 from ..core.info import OzakiInfo
 from ..core.moduli import auto_num_moduli
-from ..core.pipeline import Options, Prepared, emulate, floors_buffer
+from ..core.pipeline import FloorRequest, Options, Prepared, emulate, floors_buffer
 from .prepared import PreparedOperand, embed
 from ..core.scaling import quantization_bits
 
@@ -52,7 +52,8 @@ def stacked(A3, B3, opts: Options, kind: Kind, b: int, m: int, n: int, k: int):
         op = opts.backend.operand(embed(X, outer) if kind.complex else X, outer)
         floors = None
         if opts.mode == "accurate":  # the floors with the line data, in one read
-            floors = (quantization_bits(opts.scheme, op.inner), floors_buffer(op))
+            floors = FloorRequest(quantization_bits(opts.scheme, op.inner),
+                                  floors_buffer(op, opts.backend.xp))
         return Prepared(op, opts.backend, norms=opts.mode == "fast", floors=floors)
 
     width = kind.width

@@ -99,6 +99,9 @@ class Backend(Protocol):
 
     #: The registry name (``"cpu"``, ``"numpy"``).
     name: str
+    #: The array namespace of the backend's arrays (``numpy``; ``cupy`` on a GPU): the
+    #: phases allocate their planes, ratios and bounds with it.
+    xp: Any
 
     # -- scheduling -----------------------------------------------------------
 

@@ -272,8 +272,9 @@ def refinement(backend, A, B, rows, cols, la, lb, k, rF, cF, nA, nB) -> Refineme
     f = scaling.accurate_quantizers(Eb[cols], zb[cols], r)
     Asub, Bsub = A[rows][None], B[:, cols][None]
     oa, ob = backend.operand(Asub, 0), backend.operand(Bsub, 1)
-    FA = np.ascontiguousarray(backend.quantize(oa, e[None], np.empty(oa.layout(1)))[0])
-    FB = np.ascontiguousarray(backend.quantize(ob, f[None], np.empty(ob.layout(1)))[0])
+    xp = backend.xp
+    FA = xp.ascontiguousarray(backend.quantize(oa, e[None], xp.empty(oa.layout(1)))[0])
+    FB = xp.ascontiguousarray(backend.quantize(ob, f[None], xp.empty(ob.layout(1)))[0])
     exact = backend.exact_engine()
     G = exact.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1)
     with np.errstate(invalid="ignore"):

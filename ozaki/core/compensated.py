@@ -171,7 +171,7 @@ def product(backend, A: np.ndarray, B: np.ndarray, out: np.ndarray, bounds: bool
         rare, lines = backend.dot2(A, B, out, lines=bounds)
         eb = None
         if bounds:
-            eb = np.empty((b, m, n))
+            eb = backend.xp.empty((b, m, n))
             backend.abs_product(A, B, eb)
     if bounds:
         # |res - ab| <= u |ab| + g2 |a||b| and |a||b| <= M / (1 - gamma_k) (M computed in

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -44,7 +45,7 @@ from .engine import exact_out
 from .moduli import MIN_MODULI, crt_plan, max_moduli, plan_terms
 from .workspace import workspace
 
-__all__ = ["Lines", "Bound", "Norms", "Decision", "choose_counts"]
+__all__ = ["Lines", "Bound", "Norms", "Floors", "BoundData", "Decision", "choose_counts"]
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,24 @@ class Norms:
         return certify.Normwise(E, zero, lo2, hi2, hi1, upper2)
 
 
+class Floors(NamedTuple):
+    """An operand's accurate-mode floors at some ``r`` (planes of the product's shape,
+    float32, exact) and their exact FP64 sums along each line (b, lines)."""
+
+    planes: np.ndarray
+    sums: np.ndarray
+
+
+class BoundData(NamedTuple):
+    """What :func:`bound_data` forms: the :class:`Bound`, the quantisers ``e`` (ba, m)
+    and ``f`` (bb, n), and both operands' :class:`Floors` (kept by prepared operands)."""
+
+    bound: "Bound"
+    e: np.ndarray
+    f: np.ndarray
+    floors: tuple[Floors, Floors]
+
+
 @dataclass
 class Decision:
     """What step 1 decided for a stack of ``b`` products.
@@ -216,14 +235,14 @@ def _slice(x, g):
 
 
 def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: int,
-               floors=(None, None), buffers=(None, None, None), kind: Kind = REAL):
+               floors: tuple[Floors | None, Floors | None] = (None, None),
+               buffers=(None, None, None), kind: Kind = REAL) -> BoundData:
     """Accurate mode's exact data: quantisers ``e``, ``f``, floors, and the floor GEMM.
 
-    ``floors`` may hold an operand's floors and their line sums already computed,
-    ``(FA, rF)`` and ``(FB, cF)`` (they depend on that operand and ``r`` only);
-    ``buffers`` the float32 planes for the floors (bits' layout) and FP64 memory
-    for ``G`` (:func:`ozaki.core.engine.exact_out`). Returns ``(Bound, e, f, ((FA, rF), (FB,
-    cF)))`` with ``e`` (ba, m), ``f`` (bb, n). For a complex ``kind``, ``pa`` is ``[Ar,
+    ``floors`` may hold an operand's :class:`Floors` already computed (they depend
+    on that operand and ``r`` only); ``buffers`` the float32 planes for the floors
+    (bits' layout) and FP64 memory for ``G`` (:func:`ozaki.core.engine.exact_out`).
+    Returns the :class:`BoundData`. For a complex ``kind``, ``pa`` is ``[Ar,
     Ai]``, ``pb`` is ``[Br; Bi]`` (bb, 2k, n) and ``lb`` the embedding's tiled
     column data: ``G``, ``cF`` and ``f`` are the real embedding's (``2n``
     columns), the returned ``FB``, ``cF`` those of ``[Br; Bi]``.
@@ -235,30 +254,30 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
     buf_a, buf_b, buf_g = buffers
     # rF, cF: exact FP64 sums of integers below 2**53 (formed with the floors)
     if floors[0] is None:  # integers below 2**20: exact in FP32, half the memory
-        out = np.empty(pa.layout(pa.batch), np.float32) if buf_a is None else buf_a
-        FA, rF = backend.quantize(pa, e, out, sums=True)
+        out = backend.xp.empty(pa.layout(pa.batch), np.float32) if buf_a is None else buf_a
+        FA, rF = backend.quantize(pa, e, out, sums=True)  # (planes, sums)
     else:
         FA, rF = floors[0]
     if floors[1] is None:
-        out = np.empty(pb.layout(pb.batch), np.float32) if buf_b is None else buf_b
+        out = backend.xp.empty(pb.layout(pb.batch), np.float32) if buf_b is None else buf_b
         FB, cF = backend.quantize(pb, f[:, :pb.shape[2]] if kind.complex else f, out, sums=True)
     else:
         FB, cF = floors[1]
-    kept = ((FA, rF), (FB, cF))
+    kept = (Floors(FA, rF), Floors(FB, cF))
     q = 2 ** r - 1
     n, h = FB.shape[2], FA.shape[2] // 2
     G = exact_out(np.broadcast_shapes(FA.shape[:-2], FB.shape[:-2])
                           + (FA.shape[1], kind.width * n), FA.shape[2] * q * q, buf_g)
     if not kind.complex:
-        return Bound(r, backend.matmul(engine, FA, FB, q, q, G), rF, cF), e, f, kept
+        return BoundData(Bound(r, backend.matmul(engine, FA, FB, q, q, G), rF, cF), e, f, kept)
     # The embedding's floors are [[FBr, FBi], [FBi, FBr]], so its floor GEMM is
     # [FA FB | FA' FB] with FA' = [FAi, FAr]: two GEMMs of the same exact integer
     # sums (any order), without forming the embedding's floors.
     backend.matmul(engine, FA, FB, q, q, G[..., :n])
-    swapped = workspace().take("floors_swap", FA.shape, np.float32)
+    swapped = workspace(backend.xp).take("floors_swap", FA.shape, np.float32)
     np.concatenate((FA[..., h:], FA[..., :h]), axis=-1, out=swapped)
     backend.matmul(engine, swapped, FB, q, q, G[..., n:])
-    return Bound(r, G, rF, kind.tile(cF)), e, f, kept
+    return BoundData(Bound(r, G, rF, kind.tile(cF)), e, f, kept)
 
 
 def decide_accurate(opts, bd: Bound, e, f, la: Lines, lb: Lines, b: int, k: int, operands,
@@ -307,6 +326,7 @@ class _Accurate:
         self.rF, self.cF = full(bd.rF, m), full(bd.cF, n)
         self.e, self.f = full(e, m), full(f, n)
         self.auto = opts.num_moduli == "auto"
+        self.xp = opts.backend.xp
         self.gemms, self.refined = 1, (0, 0)
         # the row maxima of U: the same for every count
         self.mu = reduce.row_max(opts.backend.upper_rowmax(bd.G, self.rF, self.cF,
@@ -342,7 +362,7 @@ class _Accurate:
         """Slice ``g`` not certified at the start: refine its failing block when that
         costs less than the extra moduli (or always, for an explicit count)."""
         reduce, count0, m, n = self.reduce, self.count0, self.m, self.n
-        ratio = np.empty((1, m, n))
+        ratio = self.xp.empty((1, m, n))
         self.evaluate(np.array([count0]), g, ratio=ratio)
         fail = ratio[0] > 1
         rows = np.flatnonzero(reduce.row_any(fail.any(axis=1)))
@@ -361,7 +381,7 @@ class _Accurate:
         scheme, e, f = self.opts.scheme, self.e, self.f
 
         def final(counts, probe=False):
-            r1 = np.empty((1, m, n))
+            r1 = self.xp.empty((1, m, n))
             c = self.evaluate(counts, g, ratio=r1)
             plan = crt_plan(scheme, int(counts[0]))
             top, fails = ref.certify(c.sigma[0], c.tau[0], e[g], f[g], plan, r1[0])
@@ -376,8 +396,8 @@ class _Accurate:
     def per_entry(self, cert, refines: dict):
         """Per-entry ratios (and bounds) at the chosen counts: ``(cert, mask, bound)``."""
         b, m, n = self.b, self.m, self.n
-        ratio = np.empty((b, m, n))
-        bound = np.empty((b, m, n)) if self.opts.want_bound else None
+        ratio = self.xp.empty((b, m, n))
+        bound = self.xp.empty((b, m, n)) if self.opts.want_bound else None
         # each slice's shifts are its count's (a certificate's depend on its count only)
         cert = self.evaluate(cert.num_moduli, ratio=ratio, bound=bound, sigma=cert.sigma,
                              tau=cert.tau)
@@ -432,8 +452,8 @@ def decide_fast(opts, na: certify.Normwise, nb: certify.Normwise, b: int,
     mask = bound = None
     if (cert.uncertified.any() and policy != "none") or want_bound:
         s, t, R, g2 = shifts(cert.num_moduli)
-        ratio = np.empty((b, m, n))
-        bound = np.empty((b, m, n)) if want_bound else None
+        ratio = backend.xp.empty((b, m, n))
+        bound = backend.xp.empty((b, m, n)) if want_bound else None
         fails = certify.normwise_entries(na, nb, s, t, R, g2, ratio, bound)
         cert = certify.Certificate(cert.num_moduli, s, t, ratio.max(axis=(1, 2), initial=0.0),
                                    fails, "normwise")

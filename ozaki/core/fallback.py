@@ -24,13 +24,14 @@ whatever the fallback policy, as the special-value semantics demand.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
-from .special import apply_nonfinite
 from .kind import COMPLEX, Kind
+from .special import apply_nonfinite
 
-__all__ = ["exact_entries", "overflow_risk", "exact_bound", "needs_operands", "finish"]
+__all__ = ["exact_entries", "overflow_risk", "exact_bound", "Needs", "needs_operands", "finish"]
 
 #: ``(|A||B|)_ij`` below ``2**OVERFLOW_EXPONENT`` cannot over- or mis-flow.
 OVERFLOW_EXPONENT = 1023
@@ -97,8 +98,18 @@ def overflow_risk(A: np.ndarray, B: np.ndarray, Ea: np.ndarray, zero_a: np.ndarr
     return mask if mask.any() else None
 
 
-def needs_operands(la, lb, k: int, b: int, mask=None):
-    """Per slice, whether :func:`finish` reads the operands: ``(busy, near, bad_a, bad_b)``.
+class Needs(NamedTuple):
+    """Per slice (b,), what :func:`finish` must do: read the operands at all (``busy``),
+    guard against overflow (``near``), apply non-finite values of ``A`` or ``B``."""
+
+    busy: np.ndarray
+    near: np.ndarray
+    bad_a: np.ndarray
+    bad_b: np.ndarray
+
+
+def needs_operands(la, lb, k: int, b: int, mask=None) -> Needs:
+    """Per slice, whether :func:`finish` reads the operands (a :class:`Needs`).
 
     ``near``: some ``(|A||B|)_ij`` may reach ``2**1023`` (line exponents); ``bad_a``,
     ``bad_b``: non-finite entries; ``busy`` any of them or a fallback entry in ``mask``.
@@ -113,7 +124,7 @@ def needs_operands(la, lb, k: int, b: int, mask=None):
     busy = near | bad_a | bad_b
     if mask is not None:
         busy = busy | mask.any(axis=(1, 2))
-    return busy, near, bad_a, bad_b
+    return Needs(busy, near, bad_a, bad_b)
 
 
 def finish(backend, info, dec, policy: str, out: np.ndarray, la, lb, k: int, b: int,

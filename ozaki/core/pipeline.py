@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -56,10 +57,19 @@ class Options:
     backend: object
 
 
-def floors_buffer(op: Operand) -> np.ndarray:
+def floors_buffer(op: Operand, xp=np) -> np.ndarray:
     """Float32 planes (bits' layout) for the floors of an operand that is not kept:
-    the residue planes' workspace, free until the floor GEMM has read them."""
-    return workspace().take("ra" if op.outer == 0 else "rb", op.layout(op.batch), np.float32)
+    the residue planes' workspace (namespace ``xp``), free until the floor GEMM has
+    read them."""
+    return workspace(xp).take("ra" if op.outer == 0 else "rb", op.layout(op.batch), np.float32)
+
+
+class FloorRequest(NamedTuple):
+    """Ask an operand for its accurate-mode floors at ``r`` with its line data, in one
+    read, into ``out`` (float32, the bits' layout: :func:`floors_buffer`)."""
+
+    r: int
+    out: np.ndarray
 
 
 class Prepared:
@@ -70,7 +80,7 @@ class Prepared:
     A kept operand (``keep``, what :func:`ozaki.prepare` makes) also keeps
     its accurate-mode floors and their line sums (``floors[r]``) and fast-mode
     norm sums (``norms[h]``) across calls (an operand that is not kept may have
-    them for one call: ``norms``, or ``floors = (r, buffer)``, asks for them
+    them for one call: ``norms``, or ``floors`` (a :class:`FloorRequest`), asks for them
     with its line data, in the same read), and with ``keep_residues`` the residue planes
     of the shifts it was last used with (one set per modulus and chunk,
     replaced when a product picks other shifts). Everything is exact, so
@@ -78,21 +88,20 @@ class Prepared:
     """
 
     def __init__(self, op: Operand, backend, keep: bool = False, keep_residues: bool = False,
-                 norms: bool = False, floors: tuple[int, np.ndarray] | None = None):
+                 norms: bool = False, floors: FloorRequest | None = None):
         self.op = op
         self.backend = backend
-        self.floors: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.floors: dict[int, decisions.Floors] = {}
         self.norms: dict[int, decisions.Norms] = {}
         if norms:  # fast mode's norm sums in the same read of the operand
             h = scaling.norm_bits(op.inner)
             *stats, S2, S1 = backend.line_norms(op, h)
             self.lines = decisions.Lines(*stats)
             self.norms[h] = decisions.Norms(h, S2, S1)
-        elif floors is not None:  # (r, buffer): accurate mode's floors in the same read
-            r, buf = floors
-            stats, planes, sums = backend.line_floors(op, r, buf)
+        elif floors is not None:  # accurate mode's floors in the same read
+            stats, planes, sums = backend.line_floors(op, floors.r, floors.out)
             self.lines = decisions.Lines(*stats)
-            self.floors[r] = (planes, sums)
+            self.floors[floors.r] = decisions.Floors(planes, sums)
         else:
             self.lines = decisions.Lines(*backend.line_stats(op))
         self.residues: dict[tuple, tuple[bytes, np.ndarray]] = {}
@@ -171,12 +180,12 @@ def decide(pa: Prepared, pb: Prepared, opts: Options, b: int,
     floors = (pa.floors.get(r), pb.floors.get(r))  # of [Br; Bi] for complex products
     # floors of operands that are not kept live in the residue planes' workspace
     # (they are dead once G is formed), and G in ``scratch`` or the product plane's
-    ws = workspace()
+    ws = workspace(backend.xp)
     shape = (b, pa.op.shape[1], kind.width * pb.op.shape[2])
     if scratch is None or scratch.shape != shape or scratch.dtype != np.float64 \
             or not scratch.flags.c_contiguous:
         scratch = ws.take("prod", shape)
-    bufs = tuple(None if p.keep or got is not None else floors_buffer(p.op)
+    bufs = tuple(None if p.keep or got is not None else floors_buffer(p.op, backend.xp)
                  for p, got in ((pa, floors[0]), (pb, floors[1]))) + (scratch,)
     bd, e, f, (fa, fb) = decisions.bound_data(backend, opts.engine, pa.op, pb.op, la, lb,
                                               opts.scheme, k, floors, bufs, kind)
@@ -265,7 +274,8 @@ def _layout(pa: Prepared, pb: Prepared, opts: Options, dec, b: int, m: int, k: i
                  else cols, cols=cols,
                  bound=max(product_bound(opts.engine, p, k) for p in moduli))
     if lay.width < cols:  # A's planes of all N moduli, formed once for every block
-        lay.RA = pa.residue_planes(s, moduli, workspace().take("ra", (lay.N,) + A.layout(1)))
+        lay.RA = pa.residue_planes(s, moduli, workspace(opts.backend.xp).take(
+            "ra", (lay.N,) + A.layout(1)))
     return lay
 
 
@@ -344,7 +354,8 @@ def _piece(pa: Prepared, pb: Prepared, opts: Options, lay: Layout, piece: Piece,
     n, m = lay.n, lay.m
     shape = (lay.N, hi - lo, m, j1 - j0)
     raw = not lay.kind.complex and 8 * np.prod(shape) <= GROUP_BYTES
-    store = workspace().take("store", shape, np.float64 if raw else residue_dtype(lay.moduli))
+    store = workspace(opts.backend.xp).take("store", shape, np.float64 if raw
+                                            else residue_dtype(lay.moduli))
     _products(pa, pb, opts, lay, piece, store, sec, raw)
     t2 = time.perf_counter()
     s, t, counts = lay.s[lo:hi], lay.t[lo:hi], lay.counts[lo:hi]
@@ -375,7 +386,7 @@ def _reconstruct(backend, scheme, store, counts, s, t, out, c0: int, products: i
     w = store.shape[-1]
     for c in np.unique(counts):  # slices of different counts: each with its own constants
         idx = np.flatnonzero(counts == c)
-        part = np.empty((len(idx), out.shape[1], w))
+        part = backend.xp.empty((len(idx), out.shape[1], w))
         backend.reconstruct(np.ascontiguousarray(store[:c][:, idx]), crt_plan(scheme, int(c)),
                             s[idx], np.ascontiguousarray(t[idx][:, c0:c0 + w]), part, **kw)
         out[idx, :, c0:c0 + w] = part
@@ -409,7 +420,7 @@ def _products(pa: Prepared, pb: Prepared, opts: Options, lay: Layout, piece: Pie
     sa = lay.sa if lay.sa.shape[0] == 1 else lay.sa[lo:hi]
     tb = lay.tb if lay.tb.shape[0] == 1 else lay.tb[lo:hi]
     backend, engine = opts.backend, opts.engine
-    ws = workspace()
+    ws = workspace(backend.xp)
     moduli = MODULI[opts.scheme][:store.shape[0]]
     lay_a, lay_b = pa.op.layout(sa.shape[0]), pb.op.layout(tb.shape[0])
     if cols is not None:  # a block of columns, in the bits' layout

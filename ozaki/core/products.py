@@ -137,7 +137,7 @@ def modular_product(backend, engine: Engine, ra: np.ndarray, rb: np.ndarray, p: 
     kb = product_kblock(engine, p)
     if out is None:
         lead = np.broadcast_shapes(ra.shape[:-2], rb.shape[:-2])
-        out = np.empty(lead + (ra.shape[-2], rb.shape[-1]))
+        out = backend.xp.empty(lead + (ra.shape[-2], rb.shape[-1]))
 
     def one(x, y, dst):
         if digits:
@@ -146,7 +146,7 @@ def modular_product(backend, engine: Engine, ra: np.ndarray, rb: np.ndarray, p: 
 
     if k <= kb:
         return one(ra, rb, out)
-    block = np.empty_like(out)
+    block = backend.xp.empty_like(out)
     for n_blk, start in enumerate(range(0, k, kb)):
         blk = slice(start, min(k, start + kb))
         one(ra[..., blk], rb[..., blk, :], block)
@@ -168,7 +168,7 @@ def complex_product(backend, engine: Engine, ra: np.ndarray, rb: np.ndarray, p: 
     k = ra.shape[-1] // 2
     ar, ai = ra[..., :k], ra[..., k:]
     br, bi = rb[..., :k, :], rb[..., k:, :]
-    ws = workspace()  # no fresh pages a modulus
+    ws = workspace(backend.xp)  # no fresh pages a modulus
     sa = backend.add_halves(ra, -1, p, ws.take("gauss_a", ar.shape))
     sb = backend.add_halves(rb, -2, p, ws.take("gauss_b", br.shape))
     shape = np.broadcast_shapes(ar.shape[:-2], br.shape[:-2]) + (ar.shape[-2], br.shape[-1])

@@ -54,7 +54,8 @@ def workspace_limit() -> int:
 class Workspace:
     """Named byte buffers that only grow; :meth:`take` returns C-ordered typed views."""
 
-    def __init__(self):
+    def __init__(self, xp=np):
+        self.xp = xp
         self._buffers: dict[str, np.ndarray] = {}
 
     @property
@@ -68,8 +69,8 @@ class Workspace:
         if buf is None or buf.size < size:
             grown = self.nbytes - (0 if buf is None else buf.nbytes) + size
             if grown > workspace_limit():
-                return np.empty(shape, dtype)
-            buf = np.empty(size, np.uint8)
+                return self.xp.empty(shape, dtype)
+            buf = self.xp.empty(size, np.uint8)
             self._buffers[name] = buf
         return buf[:size].view(dtype).reshape(shape)
 
@@ -80,9 +81,12 @@ class Workspace:
 _local = threading.local()
 
 
-def workspace() -> Workspace:
-    """This thread's workspace."""
-    ws = getattr(_local, "ws", None)
+def workspace(xp=np) -> Workspace:
+    """This thread's workspace in the array namespace ``xp`` (a backend's ``xp``)."""
+    spaces = getattr(_local, "spaces", None)
+    if spaces is None:
+        spaces = _local.spaces = {}
+    ws = spaces.get(xp.__name__)
     if ws is None:
-        ws = _local.ws = Workspace()
+        ws = spaces[xp.__name__] = Workspace(xp)
     return ws

@@ -271,7 +271,7 @@ def _fallback_block(grid, mask: np.ndarray, MPI, tr) -> tuple[int, int]:
 
 def _finish(grid, A, B, info, dec, mask, opts, out, la, lb, Ke, kind, MPI, tr):
     """Fallback, overflow guard and non-finite values, with the full lines where needed."""
-    busy = np.array([int(_fallback.needs_operands(la, lb, Ke, 1, mask)[0][0])], np.int64)
+    busy = np.array([int(_fallback.needs_operands(la, lb, Ke, 1, mask).busy[0])], np.int64)
     allreduce(grid.comm, busy, MPI.MAX, tr)
     operands = None
     if busy[0]:  # every rank joins the gathers, whether or not its block needs them
