@@ -169,3 +169,12 @@ def test_fft3d_benchmark_sweeps_slabs_and_pencils_with_exact_traffic(tmp_path):
         assert r["predicted_s"] > 0 and r["phases"]["transforms"] > 0
     assert png.stat().st_size > 10_000
     assert (tmp_path / "t.rst").read_text().count("   * - ") == len(runs) + 1  # and a header
+
+
+@pytest.mark.slow
+def test_distributed_products_reproduce_the_golden_digests():
+    # the golden cases over a 2 x 2 grid: the serial digests, bit for bit
+    golden = json.loads((HERE / "golden_digests.json").read_text())["emulated"]
+    got = json.loads(launch("check_golden.py").strip().splitlines()[-1])
+    assert len(got) == 13
+    assert {k: golden[k] for k in got} == got

@@ -6,6 +6,10 @@ file pins them: SHA-256 digests of results computed from seeded inputs, stored i
 ``golden_digests.json`` beside it. A digest that changes is a changed result bit: on a
 new machine, a reproducibility bug; after a code change, a change an issue must have
 asked for (then regenerate with ``python tests/test_golden.py --update`` and say so).
+
+Every backend must reproduce the same digests: the checks run on ``cpu`` (the default)
+and on ``numpy`` (the pure-NumPy reference), which the sets' calls then get by default
+(:func:`_default_backend`). The digests are written from ``cpu``.
 """
 
 from __future__ import annotations
@@ -123,13 +127,37 @@ def _compute() -> dict[str, dict[str, str]]:
     return got
 
 
+BACKENDS = ("cpu", "numpy")
+
+
+def _default_backend(monkeypatch, backend: str) -> list:
+    """Make ``backend`` the one a call gets without ``backend=``: the sets call the public
+    functions (the transforms and factorisations through them) without naming one.
+
+    Returns the list of the backends handed out, to check that the calls went through.
+    """
+    from ozaki.api import calls
+    from ozaki.backends import get_backend
+    given = []
+
+    def default(be=None):
+        got = get_backend(backend if be is None else be)
+        given.append(got.name)
+        return got
+    monkeypatch.setattr(calls, "get_backend", default)
+    return given
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", list(SETS))
-def test_results_match_the_golden_digests(name, monkeypatch):
+def test_results_match_the_golden_digests(name, backend, monkeypatch):
     from ozaki.core import compensated as path
     if name in ("compensated", "factorisations"):
         monkeypatch.setattr(path, "SMALL_WORK", 2 ** 24)  # the real threshold
     want = json.loads(GOLDEN.read_text())[name]
+    given = _default_backend(monkeypatch, backend)
     got = SETS[name]()
+    assert given and set(given) == {backend}
     assert got.keys() == want.keys()
     changed = sorted(k for k in want if got[k] != want[k])
     assert not changed, f"result bits changed: {changed}"

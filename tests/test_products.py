@@ -1075,3 +1075,14 @@ def test_calls_leave_the_blas_threads_of_other_threads_alone(rng, monkeypatch):
         seen.append(blas_threads())
     worker.join()
     assert seen and all(s == before for s in seen)
+
+
+def test_complex_bound_keeps_each_part_when_the_other_is_inf():
+    # an inf bound on one part (an entry kept without certificate) leaves the other finite
+    from ozaki.api.calls import parts_bound
+    from ozaki.core.kind import COMPLEX
+    eb = np.array([[[1.0, 2.0, np.inf, 4.0]]])  # [Re | Im] of two entries
+    got = parts_bound(eb, 2, COMPLEX)
+    assert np.array_equal(got.real, [[[1.0, 2.0]]]) and np.array_equal(got.imag,
+                                                                      [[[np.inf, 4.0]]])
+    assert parts_bound(eb, 2, REAL) is eb

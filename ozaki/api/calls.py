@@ -93,8 +93,16 @@ def empty_product(opts: Options, b: int, m: int, n: int, k: int, kind: Kind):
 
 def parts_bound(bound: np.ndarray, n: int, kind: Kind) -> np.ndarray:
     """A complex product's bound on its embedding ``[Re | Im]`` as one complex bound per
-    entry (real part: the real part's bound); a real product's as it is."""
-    return bound[..., :n] + 1j * bound[..., n:] if kind.complex else bound
+    entry (real part: the real part's bound); a real product's as it is.
+
+    The parts are set apart (not ``re + 1j * im``: ``1j * inf`` is ``nan + inf j``,
+    which would turn the real part's bound into NaN where the imaginary one is inf).
+    """
+    if not kind.complex:
+        return bound
+    out = np.empty(bound.shape[:-1] + (n,), np.complex128)
+    out.real, out.imag = bound[..., :n], bound[..., n:]
+    return out
 
 
 def compensated_product(A3, B3, opts: Options, kind: Kind, b: int, m: int, n: int, k: int):

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
 
 from . import decisions, fallback, scaling
 from .kind import REAL, Kind
-from .backend import Operand
+from .backend import Backend, Operand
 from .certify import CertificationError, explain
 from .engine import Engine
 from .info import OzakiInfo
@@ -44,17 +44,28 @@ __all__ = ["Options", "Prepared", "decide", "emulate", "slice_operands",
 
 
 
+Scheme = Literal["int8", "fp8", "fp64"]
+Mode = Literal["accurate", "fast"]
+Policy = Literal["exact", "none", "raise"]
+
+
 @dataclass(frozen=True)
 class Options:
-    """What a call asked for, resolved (see :func:`ozaki.dgemm`)."""
+    """What a call asked for, checked once at the front (:func:`ozaki.api.calls.options`).
 
-    scheme: str
-    num_moduli: int | str
-    mode: str
+    ``scheme`` resolved (never ``"auto"``), ``num_moduli`` an int in the scheme's
+    range or ``"auto"``, ``policy`` the fallback policy for uncertified entries,
+    ``want_bound`` whether per-entry bounds are returned; the phases read these
+    and nothing else of the call's arguments.
+    """
+
+    scheme: Scheme
+    num_moduli: int | Literal["auto"]
+    mode: Mode
     engine: Engine
-    policy: str
+    policy: Policy
     want_bound: bool
-    backend: object
+    backend: Backend
 
 
 def floors_buffer(op: Operand, xp=np) -> np.ndarray:

@@ -36,10 +36,12 @@ import time
 
 import numpy as np
 
+from ..api.calls import compensated_product, empty_product, parts_bound
+from ..api.calls import options as options_of
 from ..core import compensated
-from ..core.kind import COMPLEX, REAL, Kind
 from ..core import fallback as _fallback
 from ..core.certify import CertificationError, explain
+from ..core.kind import COMPLEX, REAL, Kind
 from ..core.info import OzakiInfo
 from .accurate import decide_accurate, real_operands
 from .fast import decide_fast, line_data, norm_data
@@ -75,8 +77,7 @@ def check_operands(A, B, options: dict, kind: Kind, MPI):
         panel = options["panel"]
         if isinstance(panel, bool) or not isinstance(panel, (int, np.integer)) or panel < 1:
             raise ValueError(f"panel must be a positive integer, got {panel!r}")
-        from ..api.calls import options as resolve
-        resolved["opts"] = resolve(*(options[k] for k in ("scheme", "num_moduli", "mode",
+        resolved["opts"] = options_of(*(options[k] for k in ("scheme", "num_moduli", "mode",
                                                           "engine", "fallback", "bounds",
                                                           "backend")))
         return (tuple(A.shape), tuple(B.shape), (A.grid.P, A.grid.Q), (B.grid.P, B.grid.Q),
@@ -168,7 +169,6 @@ def _product(A, B, grid, shape, opts, panel, return_info, bounds, kind, MPI):
     (m0, m1), (n0, n1) = A.rows, B.cols
     tr = Traffic()
     if M == 0 or N == 0 or K == 0:
-        from ..api.calls import empty_product
         C, info = empty_product(opts, 1, m1 - m0, n1 - n0, K, kind)
         if info.error_bound is not None:
             info.error_bound = info.error_bound[0]
@@ -203,8 +203,7 @@ def _product(A, B, grid, shape, opts, panel, return_info, bounds, kind, MPI):
         C = np.empty((m1 - m0, n), np.complex128)
         C.real, C.imag = out[0][:, :n], out[0][:, n:]
         if info.error_bound is not None:
-            eb = info.error_bound[0]
-            info.error_bound = eb[:, :n] + 1j * eb[:, n:]
+            info.error_bound = parts_bound(info.error_bound, n, kind)[0]
     else:
         C = out[0]
         if info.error_bound is not None:
@@ -217,7 +216,6 @@ def _compensated(A, B, grid, shape, opts, return_info, bounds, kind, MPI, tr):
     """A small product (:mod:`ozaki.core.compensated`): each rank gathers its full rows of
     ``A`` and columns of ``B`` and computes its block as the serial call does (each
     entry depends on its row and column alone); the counts are totals over the grid."""
-    from ..api.calls import compensated_product, parts_bound
     t0 = time.perf_counter()
     Ar = allgather_blocks(grid.row, A.local, 1, tr, "panels")
     Bc = allgather_blocks(grid.col, B.local, 0, tr, "panels")
