@@ -15,7 +15,7 @@ from .api.facts import (Resolved, emulated_options, gemms_per_modulus, get_engin
 from .api.front import dgemm, gemm, zgemm
 from .api.prepared import PreparedOperand, prepare
 from .api.stacks import matmul
-from .backends import available_backends
+from .backends import available_backends, set_backend
 from .backends.engines import available_engines
 from .core.certify import CertificationError
 from .core.engine import Engine
@@ -27,5 +27,5 @@ __all__ = ["dgemm", "gemm", "zgemm", "matmul", "prepare", "PreparedOperand",
            "MODULI_VERSION", "exact_gemms", "auto_num_moduli", "SCHEMES", "MODES", "PHASES",
            "available_backends", "set_workers", "get_workers", "resolve_options", "Resolved",
            "get_engine", "Engine", "moduli", "gemms_per_modulus", "set_small_products",
-           "emulated_options"]
+           "emulated_options", "set_backend"]
 __version__ = "0.1.0"

@@ -24,7 +24,7 @@ def test_public_surface():
                                   "PHASES", "available_backends", "set_workers", "get_workers",
                                   "resolve_options", "Resolved", "get_engine", "Engine",
                                   "moduli", "gemms_per_modulus", "set_small_products",
-                                  "emulated_options"}
+                                  "emulated_options", "set_backend"}
     assert ozaki.MODULI_VERSION == 1
 
 
@@ -50,6 +50,22 @@ def test_backends_by_name_and_object():
         ozaki.dgemm(A, B, backend="gpu")
     with pytest.raises(TypeError, match="implementing ozaki.core.backend.Backend"):
         ozaki.dgemm(A, B, backend=object())
+
+
+def test_set_backend_is_the_calling_threads_default():
+    import threading
+    from ozaki.backends import get_backend
+    seen = []
+    with ozaki.set_backend("numpy"):
+        assert get_backend().name == "numpy" and get_backend("cpu").name == "cpu"
+        t = threading.Thread(target=lambda: seen.append(get_backend().name))
+        t.start()
+        t.join()
+        assert ozaki.dgemm(np.eye(3), np.eye(3))[0, 0] == 1.0
+    assert get_backend().name == "cpu" and seen == ["cpu"]
+    with pytest.raises(ValueError, match="backend must be one of"):
+        with ozaki.set_backend("gpu"):
+            pass
 
 
 def test_scheme_facts_and_option_checks():
@@ -263,3 +279,16 @@ def test_small_products_path_is_scoped_to_the_calling_thread():
     with pytest.raises(TypeError, match="True or False"):
         with ozaki.set_small_products("no"):
             pass
+
+
+def test_prepared_operands_serve_every_backend(rng=np.random.default_rng(5)):
+    A, B = rng.standard_normal((6, 300)), rng.standard_normal((300, 5))
+    want = ozaki.dgemm(A, B)
+    P = ozaki.prepare(A, backend="numpy")  # its data formed now, on numpy
+    assert [be.name for _, be in P._prepared] == ["numpy"]
+    assert np.array_equal(ozaki.dgemm(P, B, backend="numpy"), want)  # the same bits
+    assert np.array_equal(ozaki.dgemm(P, B), want)  # cpu forms and keeps its own
+    assert sorted(be.name for _, be in P._prepared) == ["cpu", "numpy"]
+    assert not ozaki.prepare(A)._prepared  # lazy without a backend
+    with pytest.raises(ValueError, match="backend must be one of"):
+        ozaki.prepare(A, backend="gpu")

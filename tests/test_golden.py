@@ -9,7 +9,7 @@ asked for (then regenerate with ``python tests/test_golden.py --update`` and say
 
 Every backend must reproduce the same digests: the checks run on ``cpu`` (the default)
 and on ``numpy`` (the pure-NumPy reference), which the sets' calls then get by default
-(:func:`_default_backend`). The digests are written from ``cpu``.
+(``ozaki.set_backend``). The digests are written from ``cpu``.
 """
 
 from __future__ import annotations
@@ -130,18 +130,15 @@ def _compute() -> dict[str, dict[str, str]]:
 BACKENDS = ("cpu", "numpy")
 
 
-def _default_backend(monkeypatch, backend: str) -> list:
-    """Make ``backend`` the one a call gets without ``backend=``: the sets call the public
-    functions (the transforms and factorisations through them) without naming one.
-
-    Returns the list of the backends handed out, to check that the calls went through.
-    """
+def _recorded(monkeypatch) -> list:
+    """Record the backend each product call gets, to check that the calls went through
+    the one :func:`ozaki.set_backend` made the default."""
     from ozaki.api import calls
     from ozaki.backends import get_backend
     given = []
 
     def default(be=None):
-        got = get_backend(backend if be is None else be)
+        got = get_backend(be)
         given.append(got.name)
         return got
     monkeypatch.setattr(calls, "get_backend", default)
@@ -151,12 +148,16 @@ def _default_backend(monkeypatch, backend: str) -> list:
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", list(SETS))
 def test_results_match_the_golden_digests(name, backend, monkeypatch):
+    import ozaki
     from ozaki.core import compensated as path
     if name in ("compensated", "factorisations"):
         monkeypatch.setattr(path, "SMALL_WORK", 2 ** 24)  # the real threshold
     want = json.loads(GOLDEN.read_text())[name]
-    given = _default_backend(monkeypatch, backend)
-    got = SETS[name]()
+    given = _recorded(monkeypatch)
+    # the sets call the public functions (the transforms and factorisations through
+    # them) without naming a backend: they get the thread's default
+    with ozaki.set_backend(backend):
+        got = SETS[name]()
     assert given and set(given) == {backend}
     assert got.keys() == want.keys()
     changed = sorted(k for k in want if got[k] != want[k])

@@ -25,7 +25,7 @@ from ozaki.backends import get_backend
 from ozaki.core.backend import Backend
 from ozaki.core.certify import CertificationError, accurate_shifts
 from ozaki.core.moduli import MODULI, crt_plan, plan_terms
-from ozaki.core.pipeline import residue_dtype
+from ozaki.core.moduli import residue_dtype
 from ozaki.core.scaling import exponents, norm_bits
 from ozaki.backends.numpy.compensated import product_error
 from ozaki.backends.numpy.exact import fma
@@ -536,14 +536,23 @@ def test_zgemm_and_matmul_stacks(mode):
 
 
 def test_prepared_operands():
+    # each backend keeps its own prepared data: the same bits as unprepared calls on cpu
     A, B = operands(9, 9, 14, 6, special=False)
-    PA, PB = ozaki.prepare(A), ozaki.prepare(B, side="right")
     for mode in ozaki.MODES:
-        for _ in range(2):  # the second call reads the kept data (and residues)
-            agree(ozaki.dgemm, PA, B, mode=mode, bounds=True)
-            agree(ozaki.dgemm, A, PB, mode=mode, num_moduli=5, scheme="int8")
-    PZ = ozaki.prepare(A + 1j * A)
-    agree(ozaki.zgemm, PZ, B + 0j, return_info=True)
+        want = ozaki.dgemm(A, B, mode=mode, bounds=True)
+        want5 = ozaki.dgemm(A, B, mode=mode, num_moduli=5, scheme="int8")
+        for name in ("cpu", "numpy"):
+            PA = ozaki.prepare(A, backend=name)
+            PB = ozaki.prepare(B, side="right", backend=name)
+            for _ in range(2):  # the second call reads the kept data (and residues)
+                C, info = ozaki.dgemm(PA, B, mode=mode, bounds=True, backend=name)
+                same(C, want[0], "C")
+                same(info.error_bound, want[1].error_bound, "bound")
+                same(ozaki.dgemm(A, PB, mode=mode, num_moduli=5, scheme="int8", backend=name),
+                     want5, "C5")
+    want = ozaki.zgemm(A + 1j * A, B + 0j)
+    PZ = ozaki.prepare(A + 1j * A, backend="numpy")
+    same(ozaki.zgemm(PZ, B + 0j, backend="numpy"), want, "Z")
 
 
 def test_blocks_pieces_and_counts_per_slice():

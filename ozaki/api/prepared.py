@@ -6,9 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import operand
-from ..core.kind import Kind
+from ..backends import get_backend
+from ..core.backend import Backend
+from ..core.kind import Kind, kind_of
 from ..core.pipeline import Prepared
+from .arguments import operand
 
 __all__ = ["PreparedOperand", "prepare", "embed"]
 
@@ -46,7 +48,8 @@ class PreparedOperand:
 
     def stack(self, kind: Kind, backend) -> Prepared:
         """The prepared stack for a real or (embedded) complex product on ``backend``
-        (each backend keeps its own data: they are exact, so the bits agree)."""
+        (formed at its first use there; each backend keeps its own data, in its own
+        arrays: they are exact, so every backend's products give the same bits)."""
         got = self._prepared.get((kind, backend))
         if got is None:
             X = self.array.reshape((-1,) + self.shape[-2:])
@@ -57,7 +60,8 @@ class PreparedOperand:
         return got
 
 
-def prepare(A: Any, *, side: str = "left", keep_residues: bool = True) -> PreparedOperand:
+def prepare(A: Any, *, side: str = "left", keep_residues: bool = True,
+            backend: str | Backend | None = None) -> PreparedOperand:
     """Prepare an operand that several products will use.
 
     Parameters
@@ -74,6 +78,10 @@ def prepare(A: Any, *, side: str = "left", keep_residues: bool = True) -> Prepar
         limit): a later product that picks the same shifts (always in fast mode
         at the same count) skips forming them. The line data, floors and norm
         sums are kept either way.
+    backend : str or Backend, optional
+        Form its data now on this backend (as for :func:`dgemm`) rather than at its
+        first product. A prepared operand serves every backend: each keeps its own
+        data (exact), formed at the first product there.
 
     Returns
     -------
@@ -89,12 +97,16 @@ def prepare(A: Any, *, side: str = "left", keep_residues: bool = True) -> Prepar
     """
     if side not in ("left", "right"):
         raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+    be = None if backend is None else get_backend(backend)
     arr = operand(A, "A", ndim=None)
     if arr.ndim < 2:
         raise ValueError(f"A must be at least 2-D to be prepared, got shape {arr.shape}")
     arr = np.array(arr, copy=True)  # never changes under the caller's feet
     arr.flags.writeable = False
-    return PreparedOperand(arr, side, keep_residues)
+    prepared = PreparedOperand(arr, side, keep_residues)
+    if be is not None:  # the line data now (and the complex stack for a complex operand)
+        prepared.stack(kind_of(prepared.is_complex), be)
+    return prepared
 
 
 def embed(X: np.ndarray, outer: int) -> np.ndarray:

@@ -6,14 +6,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import threading
+from typing import Iterator
 
-__all__ = ["get_backend", "available_backends"]
+__all__ = ["get_backend", "available_backends", "set_backend"]
 
 #: Registry: name -> (module, class). Imported at first use (``import ozaki`` stays light).
 _REGISTRY = {"cpu": ("ozaki.backends.cpu.backend", "CPUBackend"),
              "numpy": ("ozaki.backends.numpy.backend", "NumPyBackend")}
 _MADE: dict = {}
+_local = threading.local()  # the calling thread's default (set_backend)
 
 
 def available_backends() -> list[str]:
@@ -29,10 +33,11 @@ def available_backends() -> list[str]:
 
 
 def get_backend(backend=None):
-    """The backend for ``backend``: a registered name, ``None`` (``"cpu"``), or an object
-    that implements :class:`ozaki.core.backend.Backend` (returned as is)."""
+    """The backend for ``backend``: a registered name, an object that implements
+    :class:`ozaki.core.backend.Backend` (returned as is), or ``None``: the calling
+    thread's default (:func:`set_backend`, else ``"cpu"``)."""
     if backend is None:
-        backend = "cpu"
+        backend = getattr(_local, "default", None) or "cpu"
     if isinstance(backend, str):
         if backend not in _REGISTRY:
             raise ValueError(f"backend must be one of {available_backends()} or a backend "
@@ -50,3 +55,26 @@ def get_backend(backend=None):
                         f"implementing ozaki.core.backend.Backend, got {type(backend).__name__}"
                         + (f" (missing {', '.join(sorted(missing))})" if missing else ""))
     return backend
+
+
+@contextlib.contextmanager
+def set_backend(backend) -> Iterator[None]:
+    """Make ``backend`` (a name or a backend object) the default of the calling thread's
+    products in the block, in the style of :func:`scipy.fft.set_backend`.
+
+    Calls that name a backend (``backend=``) use theirs. Local to the calling thread,
+    restored on exit; the bits are the same on every backend.
+
+    Examples
+    --------
+    >>> import numpy as np, ozaki
+    >>> with ozaki.set_backend("numpy"):
+    ...     C = ozaki.dgemm(np.eye(2), np.eye(2))
+    """
+    be = get_backend(backend)
+    before = getattr(_local, "default", None)
+    _local.default = be
+    try:
+        yield
+    finally:
+        _local.default = before
