@@ -9,7 +9,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import threading
-from typing import Iterator
+
+from ..core.scope import scoped
 
 __all__ = ["get_backend", "available_backends", "set_backend"]
 
@@ -57,8 +58,7 @@ def get_backend(backend=None):
     return backend
 
 
-@contextlib.contextmanager
-def set_backend(backend) -> Iterator[None]:
+def set_backend(backend) -> contextlib.AbstractContextManager:
     """Make ``backend`` (a name or a backend object) the default of the calling thread's
     products in the block, in the style of :func:`scipy.fft.set_backend`.
 
@@ -71,10 +71,4 @@ def set_backend(backend) -> Iterator[None]:
     >>> with ozaki.set_backend("numpy"):
     ...     C = ozaki.dgemm(np.eye(2), np.eye(2))
     """
-    be = get_backend(backend)
-    before = getattr(_local, "default", None)
-    _local.default = be
-    try:
-        yield
-    finally:
-        _local.default = before
+    return scoped(_local, "default", get_backend(backend))

@@ -28,7 +28,7 @@ import numpy as np
 
 from .engine import Engine
 
-__all__ = ["Operand", "Backend"]
+__all__ = ["Operand", "Backend", "dot_arguments", "float_bits", "check_indices"]
 
 
 class Operand:
@@ -221,3 +221,40 @@ class Backend(Protocol):
 
     def abs_product(self, A, B, out) -> None:
         """``out = |A| @ |B|`` entry by entry, terms added in order of ``k``."""
+
+
+def float_bits(A, name: str) -> np.ndarray:
+    """``A`` (p, k), a real floating array, as the C-ordered int64 view of a float64 copy
+    (exact); ``ValueError``/``TypeError`` naming ``name`` otherwise."""
+    A = np.asarray(A)
+    if A.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got shape {A.shape}")
+    if A.dtype not in (np.float16, np.float32, np.float64):
+        raise TypeError(f"{name} must be a real floating array (float64), got {A.dtype}")
+    return np.ascontiguousarray(A, dtype=np.float64).view(np.int64)
+
+
+def check_indices(i, n: int, name: str) -> np.ndarray:
+    """``i``, 1-D integer indices into ``n`` lines, as int64; errors name ``name``."""
+    i = np.asarray(i)
+    if i.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {i.shape}")
+    if i.size and i.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integers, got {i.dtype}")
+    i = np.ascontiguousarray(i, dtype=np.int64)
+    if i.size and (i.min() < 0 or i.max() >= n):
+        raise IndexError(f"{name} out of range [0, {n})")
+    return i
+
+
+def dot_arguments(X, Y, ii, jj):
+    """The checked arguments of an exactly rounded dot product (``Backend.exact_dot``):
+    ``X`` (p, k) and ``Y`` (q, k) as :func:`float_bits`, ``ii``, ``jj`` equal-length
+    indices into their rows (:func:`check_indices`)."""
+    Xb, Yb = float_bits(X, "X"), float_bits(Y, "Y")
+    if Xb.shape[1] != Yb.shape[1]:
+        raise ValueError(f"inner dimensions differ: X {Xb.shape}, Y {Yb.shape}")
+    ii, jj = check_indices(ii, Xb.shape[0], "ii"), check_indices(jj, Yb.shape[0], "jj")
+    if ii.shape != jj.shape:
+        raise ValueError(f"ii and jj differ in length: {ii.shape[0]} and {jj.shape[0]}")
+    return Xb, Yb, ii, jj

@@ -41,12 +41,12 @@ import contextlib
 import threading
 import time
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 
 from .fallback import exact_bound, exact_entries
 from .kind import Kind
+from .scope import scoped
 from .special import apply_nonfinite
 
 __all__ = ["SMALL_WORK", "applies", "emulated_options", "enabled", "product", "SAFE",
@@ -85,8 +85,7 @@ SAFE, UNDERFLOW, OVERFLOW = 0, 1, 2
 _local = threading.local()
 
 
-@contextlib.contextmanager
-def enabled(on: bool) -> Iterator[None]:
+def enabled(on: bool) -> contextlib.AbstractContextManager:
     """Let small products take this path (``True``, the default) or not, in the block.
 
     Local to the calling thread and restored on exit, in the style of
@@ -95,12 +94,7 @@ def enabled(on: bool) -> Iterator[None]:
     """
     if not isinstance(on, bool):
         raise TypeError(f"enabled must be True or False, got {on!r}")
-    before = getattr(_local, "on", True)
-    _local.on = on
-    try:
-        yield
-    finally:
-        _local.on = before
+    return scoped(_local, "on", on)
 
 
 def applies(opts, prepared: bool, m: int, n: int, k: int, kind: Kind) -> bool:

@@ -89,6 +89,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from ...core.backend import check_indices, dot_arguments
 from .kernels import POW2, unpack
 from .parallel import run
 
@@ -279,27 +280,6 @@ def dot_kernel(X, Y, ii, jj, period, out):
     run(_dot_range, ii.shape[0], X, Y, ii, jj, period, out)
 
 
-def _bits(X, name):
-    X = np.asarray(X)
-    if X.ndim != 2:
-        raise ValueError(f"{name} must be 2-D, got shape {X.shape}")
-    if X.dtype not in (np.float16, np.float32, np.float64):
-        raise TypeError(f"{name} must be a real floating array (float64), got {X.dtype}")
-    return np.ascontiguousarray(X, dtype=np.float64).view(np.int64)
-
-
-def _indices(ii, n, name):
-    ii = np.asarray(ii)
-    if ii.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {ii.shape}")
-    if ii.size and ii.dtype.kind not in "iu":
-        raise TypeError(f"{name} must hold integers, got {ii.dtype}")
-    ii = np.ascontiguousarray(ii, dtype=np.int64)
-    if ii.size and (ii.min() < 0 or ii.max() >= n):
-        raise IndexError(f"{name} out of range [0, {n})")
-    return ii
-
-
 def dot_rows_cols(X, Y, ii, jj, *, period: int = CARRY_PERIOD) -> np.ndarray:
     """Exactly rounded dot products of rows of ``X`` with rows of ``Y``.
 
@@ -326,14 +306,7 @@ def dot_rows_cols(X, Y, ii, jj, *, period: int = CARRY_PERIOD) -> np.ndarray:
         with a non-finite factor are treated as 0 (the caller handles them).
         Bitwise independent of the thread count.
     """
-    Xb = _bits(X, "X")
-    Yb = _bits(Y, "Y")
-    if Xb.shape[1] != Yb.shape[1]:
-        raise ValueError(f"inner dimensions differ: X {Xb.shape}, Y {Yb.shape}")
-    ii = _indices(ii, Xb.shape[0], "ii")
-    jj = _indices(jj, Yb.shape[0], "jj")
-    if ii.shape != jj.shape:
-        raise ValueError(f"ii and jj differ in length: {ii.shape[0]} and {jj.shape[0]}")
+    Xb, Yb, ii, jj = dot_arguments(X, Y, ii, jj)
     period = int(period)
     if not 1 <= period <= _MAX_PERIOD:
         raise ValueError(f"period must be in [1, {_MAX_PERIOD}], got {period}")
@@ -399,8 +372,8 @@ def exact_block(A, B, rows, cols, mask) -> np.ndarray:
         Only the rows and columns that hold a selected entry are copied.
     """
     A, B = _pair(A, B)
-    rows = _indices(rows, A.shape[0], "rows")
-    cols = _indices(cols, B.shape[1], "cols")
+    rows = check_indices(rows, A.shape[0], "rows")
+    cols = check_indices(cols, B.shape[1], "cols")
     mask = np.asarray(mask)
     if mask.dtype != np.bool_:
         raise TypeError(f"mask must be boolean, got {mask.dtype}")

@@ -38,7 +38,9 @@ import contextlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterator
+from typing import Callable
+
+from ...core.scope import scoped
 
 __all__ = ["run", "threads", "limit", "default_threads"]
 
@@ -60,8 +62,7 @@ def threads() -> int:
     return default_threads() if n is None else n
 
 
-@contextlib.contextmanager
-def limit(n: int) -> Iterator[None]:
+def limit(n: int) -> contextlib.AbstractContextManager:
     """Run the calling thread's passes on at most ``n >= 1`` threads inside the block.
 
     Local to the calling thread (other threads keep their own count); restored
@@ -70,12 +71,7 @@ def limit(n: int) -> Iterator[None]:
     n = int(n)
     if n < 1:
         raise ValueError(f"threads must be at least 1, got {n}")
-    before = getattr(_local, "threads", None)
-    _local.threads = n
-    try:
-        yield
-    finally:
-        _local.threads = before
+    return scoped(_local, "threads", n)
 
 
 def _workers(n: int) -> ThreadPoolExecutor:

@@ -20,6 +20,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ...core.backend import dot_arguments
 from .ieee import ABS, EXP, mantissa_exponent
 
 __all__ = ["dot_rows_cols", "rounded", "fma"]
@@ -38,27 +39,6 @@ def rounded(S: int) -> float:
     mag = -S if S < 0 else S
     value = float("inf") if mag >= _OVERFLOW else mag / (1 << _SCALE)
     return -value if S < 0 else value
-
-
-def _bits(X, name: str) -> np.ndarray:
-    X = np.asarray(X)
-    if X.ndim != 2:
-        raise ValueError(f"{name} must be 2-D, got shape {X.shape}")
-    if X.dtype not in (np.float16, np.float32, np.float64):
-        raise TypeError(f"{name} must be a real floating array (float64), got {X.dtype}")
-    return np.ascontiguousarray(X, dtype=np.float64).view(np.int64)
-
-
-def _indices(ii, n: int, name: str) -> np.ndarray:
-    ii = np.asarray(ii)
-    if ii.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {ii.shape}")
-    if ii.size and ii.dtype.kind not in "iu":
-        raise TypeError(f"{name} must hold integers, got {ii.dtype}")
-    ii = np.ascontiguousarray(ii, dtype=np.int64)
-    if ii.size and (ii.min() < 0 or ii.max() >= n):
-        raise IndexError(f"{name} out of range [0, {n})")
-    return ii
 
 
 def dot_rows_cols(X, Y, ii, jj) -> np.ndarray:
@@ -81,13 +61,7 @@ def dot_rows_cols(X, Y, ii, jj) -> np.ndarray:
     ndarray, shape (t,), float64
         The exactly rounded dot products.
     """
-    Xb, Yb = _bits(X, "X"), _bits(Y, "Y")
-    if Xb.shape[1] != Yb.shape[1]:
-        raise ValueError(f"inner dimensions differ: X {Xb.shape}, Y {Yb.shape}")
-    ii = _indices(ii, Xb.shape[0], "ii")
-    jj = _indices(jj, Yb.shape[0], "jj")
-    if ii.shape != jj.shape:
-        raise ValueError(f"ii and jj differ in length: {ii.shape[0]} and {jj.shape[0]}")
+    Xb, Yb, ii, jj = dot_arguments(X, Y, ii, jj)
     mx, ex = mantissa_exponent(Xb)
     my, ey = mantissa_exponent(Yb)
     live_x = ((Xb & ABS) < EXP) & ((Xb & ABS) != 0)
