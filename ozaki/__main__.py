@@ -51,7 +51,7 @@ def _best_time(f, repeat: int) -> tuple[float, object]:
     return best, result
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m ozaki", description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1024, help="matrix size n (n x n times n x n)")
     ap.add_argument("--phi", type=float, default=1.0, help="exponent spread phi of the inputs")
@@ -60,17 +60,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="number of entries checked against the exact product")
     ap.add_argument("--repeat", type=int, default=2,
                     help="timed runs per row, after one untimed warm-up call (best is shown)")
-    args = ap.parse_args(argv)
-    if args.n < 1 or args.sample < 1 or args.repeat < 1:
-        ap.error("--n, --sample and --repeat must be positive")
+    return ap
 
-    rng = np.random.default_rng(args.seed)
-    n = args.n
-    A = (rng.random((n, n)) - 0.5) * np.exp(args.phi * rng.standard_normal((n, n)))
-    B = (rng.random((n, n)) - 0.5) * np.exp(args.phi * rng.standard_normal((n, n)))
-    size = min(args.sample, n * n)
-    flat = rng.choice(n * n, size=size, replace=False)
-    rows, cols = np.divmod(flat, n)
+
+def _problem(n: int, phi: float, seed: int, sample: int):
+    """Operands ``A``, ``B`` and an error measure: ``errors(C)`` gives the largest relative
+    error and the largest error over ``u |A||B|`` on ``sample`` entries, against their
+    exactly rounded values."""
+    rng = np.random.default_rng(seed)
+    A = (rng.random((n, n)) - 0.5) * np.exp(phi * rng.standard_normal((n, n)))
+    B = (rng.random((n, n)) - 0.5) * np.exp(phi * rng.standard_normal((n, n)))
+    size = min(sample, n * n)
+    rows, cols = np.divmod(rng.choice(n * n, size=size, replace=False), n)
     ref = exact_entries(A, B, rows, cols)
     absab = np.abs(A[rows]) @ np.abs(B)  # (size, n): row-wise |A||B|, then pick columns
     absab = absab[np.arange(size), cols]
@@ -80,16 +81,12 @@ def main(argv: list[str] | None = None) -> int:
         nz = ref != 0
         return (float(np.max(err[nz] / np.abs(ref[nz]))) if nz.any() else 0.0,
                 float(np.max(err / absab)) / 2.0 ** -53)
+    return A, B, size, errors
 
-    print(f"ozaki {__version__} (moduli tables v{MODULI_VERSION}) on {platform.machine()}, "
-          f"Python {platform.python_version()}, numpy {np.__version__}")
-    print(f"A, B: {n} x {n}, a_ij = (U - 0.5) exp({args.phi:g} Z), seed {args.seed}; "
-          f"errors against exact values on {size} sampled entries")
 
-    # One untimed call per configuration, on the same operands (so every kernel the
-    # timed calls take is compiled, or loaded from numba's disk cache, beforehand).
-    configs = [(scheme, mode) for scheme in ("fp64", "int8", "fp8")
-               for mode in ("accurate", "fast")]
+def _warm(A, B, configs) -> None:
+    """One untimed call per configuration, on the same operands (so every kernel the
+    timed calls take is compiled, or loaded from numba's disk cache, beforehand)."""
     print("warming up: one untimed call per scheme and mode, compiling kernels on first "
           "use (cached afterwards)...\n ", end="", flush=True)
     t0 = time.perf_counter()
@@ -97,6 +94,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f" {scheme}/{mode}", end="", flush=True)
         dgemm(A, B, scheme=scheme, mode=mode)
     print(f": {time.perf_counter() - t0:.1f} s, not in the times below\n", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = _parser()
+    args = ap.parse_args(argv)
+    if args.n < 1 or args.sample < 1 or args.repeat < 1:
+        ap.error("--n, --sample and --repeat must be positive")
+    A, B, size, errors = _problem(args.n, args.phi, args.seed, args.sample)
+    print(f"ozaki {__version__} (moduli tables v{MODULI_VERSION}) on {platform.machine()}, "
+          f"Python {platform.python_version()}, numpy {np.__version__}")
+    print(f"A, B: {args.n} x {args.n}, a_ij = (U - 0.5) exp({args.phi:g} Z), seed {args.seed}; "
+          f"errors against exact values on {size} sampled entries")
+    configs = [(scheme, mode) for scheme in ("fp64", "int8", "fp8")
+               for mode in ("accurate", "fast")]
+    _warm(A, B, configs)
 
     t_native, C_native = _best_time(lambda: A @ B, max(args.repeat, 3))
     rel_n, norm_n = errors(C_native)
