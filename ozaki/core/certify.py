@@ -35,7 +35,9 @@ so an entry is **certified** when ``(1 + u)(T_ij + 2**-(s_i+t_j) R) +
 2 g (|A||B|)_ij + 2**-1075 <= u (|A||B|)_ij``, checked against the lower bound
 above (and the upper bound for the ``g`` term). Every quantity is
 scaled by ``2**(e_i + f_j)`` first, so nothing over- or underflows; the float
-evaluation carries a relative safety factor of ``2**-40``.
+evaluation carries a relative safety factor of ``2**-40``, which covers its own
+roundings (a few ``u``, relative, on nonnegative terms) and the factor ``1 + u``
+(not multiplied in: ``1 + 2**-53`` rounds to 1 in FP64).
 
 Fast mode has no componentwise information; it certifies the weaker normwise
 target ``|C_ij - (AB)_ij| <= u |(AB)_ij| + u ||a_i||_2 ||b_j||_2``: the same
@@ -248,7 +250,7 @@ class Refinement:
         pt = np.ldexp(1.0, -(ta[None, :] - df))
         ef = self.e[:, None] + self.f[None, :]
         sub = np.ldexp(1.0, np.maximum(ef - 1075, -100))
-        num = ((1 + U) * (T + (ps * pt) * plan.rounding) + 2 * plan.gamma2 * self.U
+        num = ((T + (ps * pt) * plan.rounding) + 2 * plan.gamma2 * self.U
                + sub) * _SAFETY
         with np.errstate(divide="ignore", invalid="ignore"):
             fine = np.where(self.U == 0, 0.0,
@@ -343,7 +345,7 @@ def normwise_ratio(backend, na: Normwise, nb: Normwise, s, t, R, g2) -> np.ndarr
     sub = np.where(live, _sub_ratio(np.where(live, Ea, 0), np.where(live, la, 1.0),
                                     np.where(live, Eb, 0), np.where(live, lb, 1.0)), 0.0)
     # |A||B| <= ||a_i||_2 ||b_j||_2 (Cauchy-Schwarz) bounds the 2 g |A||B| term
-    return np.where(live, ((1 + U) * ratio + 2 * g2 + sub) * _SAFETY / U, 0.0)
+    return np.where(live, (ratio + 2 * g2 + sub) * _SAFETY / U, 0.0)
 
 
 def normwise_entries(na: Normwise, nb: Normwise, s, t, R, g2, ratio, bound=None) -> np.ndarray:
@@ -368,7 +370,7 @@ def normwise_entries(na: Normwise, nb: Normwise, s, t, R, g2, ratio, bound=None)
         lo_a = np.where(na.zero, 1.0, na.lo2)[:, :, None]
         lo_b = np.where(nb.zero, 1.0, nb.lo2)[:, None, :]
         sub = _sub_ratio(Ea, lo_a, Eb, lo_b)
-        ratio[...] = np.where(live, ((1 + U) * r + 2 * ga + sub) * _SAFETY / U, 0.0)
+        ratio[...] = np.where(live, (r + 2 * ga + sub) * _SAFETY / U, 0.0)
         if bound is not None:
             sa, tb = s[:, :, None].astype(np.int64), t[:, None, :].astype(np.int64)
             T = (np.ldexp(nb.hi1[:, None, :], Eb - sa) + np.ldexp(na.hi1[:, :, None], Ea - tb))
@@ -376,7 +378,7 @@ def normwise_entries(na: Normwise, nb: Normwise, s, t, R, g2, ratio, bound=None)
             # 0 where g2 == 0 (one CRT level), even where ||a|| ||b|| overflows
             norms = np.ldexp(na.hi2[:, :, None] * nb.hi2[:, None, :], Ea + Eb)
             big = np.where(ga > 0, 2 * ga * norms, 0.0)
-            bound[...] = np.where(live, ((1 + U) * (T + rec) + big + 2.0 ** -1075) * _SAFETY
+            bound[...] = np.where(live, ((T + rec) + big + 2.0 ** -1075) * _SAFETY
                                   + 4 * 5e-324, 0.0)
     return (ratio > 1).sum(axis=(1, 2))
 

@@ -215,7 +215,7 @@ def _ratio_block(G, cf, nbf, pt, f, bound, g, i, q, ni, rFi, ps, R, g2, safety, 
             if ef > -100:
                 sub = ldexp(1.0, ef)
         trunc = min(ps * (cf[g, j] + c) + pt[q, g, j] * (rFi + c), 2.0 * up)
-        num = ((1.0 + 2.0 ** -53) * (trunc + (ps * pt[q, g, j]) * R) + 2.0 * g2 * up + sub) * safety
+        num = ((trunc + (ps * pt[q, g, j]) * R) + 2.0 * g2 * up + sub) * safety
         r = num / (2.0 ** -53 * low) if low > 0.0 else np.inf
         r = r if nj > 0.0 else 0.0  # U = 0 exactly where nj = 0 (ni > 0)
         out[j - o0] = r

@@ -22,8 +22,6 @@ __all__ = ["upper", "upper_rowmax", "upper_scaled_colmax", "componentwise_ratios
            "normwise_maxima"]
 
 _U = 2.0 ** -53
-#: ``1 + 2**-53`` rounded to double, as the compiled pass evaluates it (it is 1.0).
-_ONE_U = 1.0 + 2.0 ** -53
 
 
 def _positive_max(v: np.ndarray, axis) -> np.ndarray:
@@ -130,7 +128,7 @@ def componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, rat
             Rq = np.asarray(R, np.float64)[q][:, None, None]
             gq = np.asarray(g2, np.float64)[q][:, None, None]
             trunc = np.minimum(ps * (cFj + c) + pt * (rFi + c), 2.0 * U)
-            num = (_ONE_U * (trunc + (ps * pt) * Rq) + (2.0 * gq) * U + sub) * safety
+            num = ((trunc + (ps * pt) * Rq) + (2.0 * gq) * U + sub) * safety
             r = np.where(G > 0.0, num / low, np.inf)
             r = np.where(live & (nj > 0.0), r, 0.0)
             maxima[q] = _positive_max(r, 2)
