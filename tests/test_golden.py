@@ -109,8 +109,129 @@ def factorisations() -> dict[str, str]:
     return out
 
 
+def _families(seed: int = 6, m: int = 24, k: int = 40, n: int = 16) -> dict:
+    """Operand pairs that reach every branch: spreads, cancellation, subnormal and huge
+    magnitudes (the overflow guard), non-finite values and zero lines, integers, and
+    rows and columns scaled far apart."""
+    rng = np.random.default_rng(seed)
+
+    def spread(phi, shape):
+        return (rng.random(shape) - 0.5) * np.exp(phi * rng.standard_normal(shape))
+    fam = {f"phi{phi:g}": (spread(phi, (m, k)), spread(phi, (k, n))) for phi in (0.0, 2.0, 8.0)}
+    A, B = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    A[:, k // 2:] = A[:, :k // 2]
+    B[k // 2:] = -B[:k // 2] * (1 + 2.0 ** -30)  # each entry cancels to ~2**-30 of its terms
+    fam["cancel"] = (A, B)
+    fam["subnormal"] = (rng.standard_normal((m, k)) * 1e-300, rng.standard_normal((k, n)) * 1e-20)
+    fam["huge"] = (rng.standard_normal((m, k)) * 1e150, rng.standard_normal((k, n)) * 1e158)
+    A, B = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    A[1, 3], A[2, 5], B[4, 2], A[6, 0] = np.nan, -np.inf, np.inf, -0.0
+    A[5], B[:, 7] = 0.0, 0.0
+    fam["special"] = (A, B)
+    fam["integers"] = (rng.integers(-1000, 1000, (m, k)).astype(float),
+                       rng.integers(-1000, 1000, (k, n)).astype(float))
+    fam["scaled"] = (rng.standard_normal((m, k)) * np.exp2(rng.integers(-300, 300, (m, 1))),
+                     rng.standard_normal((k, n)) * np.exp2(rng.integers(-300, 300, (1, n))))
+    return fam
+
+
+def inputs() -> dict[str, str]:
+    """Every input family in every scheme and mode: the automatic count with bounds and
+    the exact fallback, and an explicit count without fallback."""
+    import ozaki
+    out = {}
+    for name, (A, B) in _families().items():
+        for scheme in ozaki.SCHEMES:
+            for mode in ozaki.MODES:
+                key = f"{name}/{scheme}/{mode}"
+                with np.errstate(all="ignore"):
+                    C, info = ozaki.dgemm(A, B, scheme=scheme, mode=mode, bounds=True)
+                    out[key + "/auto"] = _digest(C)
+                    out[key + "/auto/bound"] = _digest(info.error_bound)
+                    out[key + "/5"] = _digest(ozaki.dgemm(A, B, scheme=scheme, mode=mode,
+                                                          num_moduli=5, fallback="none"))
+    return out
+
+
+def blas() -> dict[str, str]:
+    """gemm's and zgemm's scalars and transposes, and a C that is read."""
+    import ozaki
+    fam = _families(7, 20, 30, 20)
+    A, B = fam["phi2"]
+    C0 = np.random.default_rng(8).standard_normal((20, 20))
+    out = {}
+    for alpha, beta in ((1.0, 0.0), (-2.5, 0.5)):
+        for ta in (False, True):
+            for tb in (False, True):
+                X = A.T.copy() if ta else A
+                Y = B.T.copy() if tb else B
+                out[f"gemm/{alpha}/{beta}/{ta}/{tb}"] = _digest(ozaki.gemm(
+                    X, Y, C0, alpha=alpha, beta=beta, trans_a=ta, trans_b=tb))
+    Z, W = _complex(A), B - 3j * B[::-1]
+    for ta in ("N", "T", "C"):
+        out[f"zgemm/{ta}"] = _digest(ozaki.zgemm(Z.T.copy() if ta != "N" else Z, W,
+                                                 C0 + 1j, alpha=1 - 2j, beta=0.5j,
+                                                 trans_a=ta))
+    out["zgemm/fast/int8"] = _digest(ozaki.zgemm(Z, W, mode="fast", scheme="int8"))
+    return out
+
+
+def prepared() -> dict[str, str]:
+    """Prepared operands: the bits of unprepared calls, on reuse too."""
+    import ozaki
+    fam = _families(9)
+    A, B = fam["phi2"]
+    _, B2 = fam["scaled"]
+    out = {}
+    for keep in (True, False):
+        P = ozaki.prepare(A, keep_residues=keep)
+        for mode in ozaki.MODES:
+            for i, Y in enumerate((B, B2, B)):
+                out[f"left/{keep}/{mode}/{i}"] = _digest(ozaki.dgemm(P, Y, mode=mode))
+    Q = ozaki.prepare(B, side="right")
+    out["right"] = _digest(ozaki.dgemm(A, Q, num_moduli=6))
+    out["right/complex"] = _digest(ozaki.zgemm(_complex(A), Q))
+    return out
+
+
+def stacks() -> dict[str, str]:
+    """matmul's broadcasting, shared operands and vectors."""
+    import ozaki
+    rng = np.random.default_rng(10)
+    S, T = rng.standard_normal((5, 12, 18)), rng.standard_normal((5, 18, 7))
+    M, v = rng.standard_normal((18, 7)) * 1e5, rng.standard_normal(18)
+    return {"shared_b": _digest(ozaki.matmul(S, M)),
+            "shared_a": _digest(ozaki.matmul(M.T.copy(), T)),
+            "broadcast": _digest(ozaki.matmul(S[:, None], T[None, :2], mode="fast")),
+            "vector_right": _digest(ozaki.matmul(S, v)),
+            "vector_left": _digest(ozaki.matmul(v, T)),
+            "complex": _digest(ozaki.matmul(S + 1j * S[::-1], T)),
+            "int8": _digest(ozaki.matmul(S, T, scheme="int8", mode="fast"))}
+
+
+def real_transforms() -> dict[str, str]:
+    """The real-to-real transforms and more FFT shapes."""
+    import fft
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 100))
+    out = {}
+    for t in (1, 2, 3, 4):
+        out[f"dct/{t}"] = _digest(fft.dct(x, type=t))
+        out[f"dst/{t}"] = _digest(fft.dst(x, type=t, norm="ortho"))
+    out["idct/2/64"] = _digest(fft.idct(rng.standard_normal(64)))
+    out["dctn"] = _digest(fft.dctn(rng.standard_normal((6, 8, 10)), type=2))
+    out["fft2"] = _digest(fft.fft2(rng.standard_normal((24, 36)) + 1j))
+    out["irfft"] = _digest(fft.irfft(rng.standard_normal(51) + 1j * rng.standard_normal(51)))
+    out["hfft"] = _digest(fft.hfft(rng.standard_normal(33) + 1j * rng.standard_normal(33)))
+    return out
+
+
 SETS = {"emulated": emulated, "compensated": compensated, "transforms": transforms,
-        "factorisations": factorisations}
+        "factorisations": factorisations, "inputs": inputs, "blas": blas,
+        "prepared": prepared, "stacks": stacks, "real_transforms": real_transforms}
+#: The sets computed with the small-product path on (its real threshold); the others run
+#: the emulation on their small products (the test suite's default, tests/conftest.py).
+REAL_THRESHOLD = ("compensated", "factorisations")
 
 
 def _compute() -> dict[str, dict[str, str]]:
@@ -118,10 +239,9 @@ def _compute() -> dict[str, dict[str, str]]:
     saved = path.SMALL_WORK
     try:
         path.SMALL_WORK = 0
-        got = {"emulated": emulated(), "transforms": transforms()}
+        got = {name: f() for name, f in SETS.items() if name not in REAL_THRESHOLD}
         path.SMALL_WORK = saved
-        got["compensated"] = compensated()
-        got["factorisations"] = factorisations()
+        got.update({name: SETS[name]() for name in REAL_THRESHOLD})
     finally:
         path.SMALL_WORK = saved
     return got
@@ -150,7 +270,7 @@ def _recorded(monkeypatch) -> list:
 def test_results_match_the_golden_digests(name, backend, monkeypatch):
     import ozaki
     from ozaki.core import compensated as path
-    if name in ("compensated", "factorisations"):
+    if name in REAL_THRESHOLD:
         monkeypatch.setattr(path, "SMALL_WORK", 2 ** 24)  # the real threshold
     want = json.loads(GOLDEN.read_text())[name]
     given = _recorded(monkeypatch)
