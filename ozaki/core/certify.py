@@ -252,7 +252,7 @@ class Refinement:
         sub = np.ldexp(1.0, np.maximum(ef - 1075, -100))
         num = ((T + (ps * pt) * plan.rounding) + 2 * plan.gamma2 * self.U
                + sub) * _SAFETY
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # inf: fails
             fine = np.where(self.U == 0, 0.0,
                             np.where(self.G > 0, num / (U * self.G), np.inf))
         ratio[ix] = np.minimum(ratio[ix], fine)
