@@ -350,7 +350,7 @@ def test_zeros_come_out_positive(name):
 # --- the reduced transforms (N- and N/2-point FFTs with twiddles) -----------------------------
 
 def test_reduction_rule_depends_on_type_and_length_only():
-    from fft.realtransforms import reduction
+    from fft.reduced import reduction
     assert [reduction(1, N) for N in (2, 17, 64)] == ["mirror"] * 3
     for t in (2, 3):
         assert [reduction(t, N) for N in (7, 16, 17, 18, 1009, 4096)] == \
@@ -407,7 +407,7 @@ def test_reduced_near_overflow(name, N, rng):
 def test_error_free_products_are_exact(rng):
     """The kernels' TwoProduct and TwoSum are error-free (no fused multiply-add)."""
     from fractions import Fraction
-    from fft.realtransforms import _two_prod, _two_sum
+    from fft.reduced import two_prod as _two_prod, two_sum as _two_sum
     for a, b in rng.standard_normal((200, 2)) * np.exp2(rng.integers(-40, 40, (200, 2))):
         p, e = _two_prod(a, b)
         assert Fraction(p) + Fraction(e) == Fraction(a) * Fraction(b)
