@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from ozaki.backends.cpu import kernels, lines, reconstruct
-from ozaki.backends.cpu.backend import modular_constants, pow2mod
+from ozaki.core.moduli import modular_constants
 from ozaki.backends import get_backend
 from ozaki.core.moduli import MODULI, crt_plan, half_range
 from ozaki.core.products import karatsuba_digits, square_digits

@@ -10,6 +10,7 @@ from ozaki.backends.cpu import residues
 from ozaki.core.backend import Operand
 from ozaki.backends import get_backend
 from ozaki.core.moduli import MODULI
+from ozaki.core import scaling
 from ozaki.core.scaling import exponents
 from test_kernels import sym, trunc_scaled  # the exact references, Python integers
 
@@ -30,7 +31,7 @@ def both(X, shift, moduli, outer=0, cols=None):
     E, zero = exponents(BACKEND.line_stats(op)[0])
     sub = shift if cols is None else shift[:, cols[0]:cols[1]]
     Eb, zb = (E, zero) if cols is None else (E[:, cols[0]:cols[1]], zero[:, cols[0]:cols[1]])
-    digits = residues.fits_split(Eb, zb, sub)
+    digits = scaling.fits_split(Eb, zb, sub)
     if not digits:
         return gather, None
     split = BACKEND.residues(op, shift, moduli, np.empty((len(moduli),) + lay), digits, cols)
@@ -50,7 +51,7 @@ def test_residues_of_scaled_truncations(xs, shift, p):
     gather, split = both(X, np.array([[shift]]), (p,))
     want = [sym(trunc_scaled(x, shift), p) for x in xs]
     assert list(gather[0, 0, 0]) == want
-    if top + shift <= residues.SPLIT_LIMIT:
+    if top + shift <= scaling.SPLIT_LIMIT:
         assert split is not None and list(split[0, 0, 0]) == want
 
 
@@ -59,7 +60,7 @@ def test_residues_of_scaled_truncations(xs, shift, p):
 def test_split_serves_magnitudes_up_to_its_limit(xs, below):
     # shift the row so that its largest magnitude sits just under 2**(88 - below)
     top = max(math.frexp(abs(x))[1] for x in xs)
-    shift = residues.SPLIT_LIMIT - below - top
+    shift = scaling.SPLIT_LIMIT - below - top
     moduli = MODULI["fp64"][:6] + MODULI["int8"][:3]
     gather, split = both(np.array([[xs]]), np.array([[shift]]), moduli)
     assert split is not None
@@ -134,11 +135,11 @@ def test_split_constants_are_checked_and_shared():
 def test_fits_split_limit():
     E = np.array([[80, 10]])
     zero = np.array([[False, True]])
-    assert residues.fits_split(E, zero, np.array([[8, 500]])) == 4  # zero lines always fit
-    assert residues.fits_split(E, zero, np.array([[9, 0]])) == 0
+    assert scaling.fits_split(E, zero, np.array([[8, 500]])) == 4  # zero lines always fit
+    assert scaling.fits_split(E, zero, np.array([[9, 0]])) == 0
     # three 22-bit digits hold magnitudes below 2**66, four below 2**88
-    assert residues.fits_split(E, zero, np.array([[-14, 0]])) == 3
-    assert residues.fits_split(E, zero, np.array([[-13, 0]])) == 4
+    assert scaling.fits_split(E, zero, np.array([[-14, 0]])) == 3
+    assert scaling.fits_split(E, zero, np.array([[-13, 0]])) == 4
 
 
 @given(st.lists(finite.filter(lambda v: v != 0), min_size=1, max_size=12),
@@ -150,7 +151,7 @@ def test_three_digits_serve_magnitudes_below_2_66(xs, below):
     moduli = MODULI["fp64"][:6] + MODULI["int8"][:3]
     op = Operand(np.array([[xs]]), 0)
     E, zero = exponents(BACKEND.line_stats(op)[0])
-    assert residues.fits_split(E, zero, np.array([[shift]])) == 3
+    assert scaling.fits_split(E, zero, np.array([[shift]])) == 3
     gather, split = both(np.array([[xs]]), np.array([[shift]]), moduli)
     assert np.array_equal(gather, split)
     for q, p in enumerate(moduli):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.engine import FP32_EXACT, Engine, exact_out
+from .onednn import OneDNNEngine
 
 __all__ = ["Engine", "BlasEngine", "FP8Engine", "Int8Engine", "get_engine",
            "available_engines", "exact_out", "ENGINES", "FP32_EXACT"]
@@ -159,7 +160,7 @@ class Int8Engine(Engine):
 
 
 ENGINES: dict[str, type[Engine]] = {
-    cls.name: cls for cls in (BlasEngine, FP8Engine, Int8Engine)
+    cls.name: cls for cls in (BlasEngine, FP8Engine, Int8Engine, OneDNNEngine)
 }
 
 
@@ -191,7 +192,9 @@ def get_engine(engine: str | Engine | None, scheme: str | None = None) -> Engine
         raise ValueError(f"engine must be one of {sorted(ENGINES)}, 'auto' or an "
                          f"ozaki.Engine, got {engine!r}")
     if not eng.available():
-        raise ValueError(f"engine {eng.name!r} is not available on this machine")
+        why = getattr(eng, "reason", None)
+        raise ValueError(f"engine {eng.name!r} is not available on this machine"
+                         + (f": {why}" if why else ""))
     if scheme not in (None, "auto") and scheme not in eng.schemes:
         raise ValueError(f"engine {eng.name!r} does not run scheme {scheme!r} "
                          f"(it runs {', '.join(eng.schemes)})")

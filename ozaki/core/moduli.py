@@ -262,3 +262,19 @@ def residue_dtype(moduli) -> np.dtype:
     """Smallest integer type that holds every symmetric residue of ``moduli``."""
     top = max(moduli)
     return np.dtype(np.int8 if top <= 256 else np.int16 if top <= 65536 else np.int32)
+
+
+def modular_constants(p: int) -> tuple[float, float, float]:
+    """``(p, fl(1/p), 2**26 mod p)`` as floats: what the symmetric reduction of an
+    integer-valued float modulo ``p`` reads (each backend's ``smod``)."""
+    return float(p), 1.0 / p, float(pow(2, 26, p))
+
+
+def short_bound(bound: int) -> bool:
+    """Whether exact products bounded by ``bound`` take the one-step reduction (``<= 2**52``).
+
+    Raises ``ValueError`` above ``2**53``, where a product is no longer exact in FP64.
+    """
+    if bound > 2 ** 53:
+        raise ValueError(f"exact products are at most 2**53 in magnitude, got a bound {bound}")
+    return bound <= 2 ** 52

@@ -37,7 +37,10 @@ import numpy as np
 
 
 __all__ = ["exponents", "half_fit", "fit", "quantization_bits", "norm_bits", "fast_shifts",
-           "accurate_quantizers"]
+           "accurate_quantizers", "fits_split", "SPLIT_LIMIT"]
+
+#: Scaled magnitudes below ``2**SPLIT_LIMIT`` have four 22-bit digits (:func:`fits_split`).
+SPLIT_LIMIT = 88
 
 #: log2 of the largest quantised magnitude the scheme's unit multiplies exactly:
 #: FP8 E4M3 holds the integers up to 16, INT8 up to 127 (64 keeps a margin).
@@ -128,3 +131,14 @@ def accurate_quantizers(E: np.ndarray, zero: np.ndarray, r: int) -> np.ndarray:
     return np.where(zero, 0, r - np.asarray(E, np.int64))
 
 
+def fits_split(E: np.ndarray, zero: np.ndarray, shift: np.ndarray) -> int:
+    """The 22-bit digits every scaled magnitude of these lines has: 3, 4, or 0 (more).
+
+    Every scaled line ``|x| 2**shift < 2**(E + shift)`` below ``2**66`` has three
+    digits, below ``2**88`` four; above, 0. ``E``, ``zero`` (:func:`exponents`) and
+    ``shift`` broadcast against each other, shape (b, lines); all-zero lines always
+    fit. A backend's residue pass may read digits instead of the bits where they fit
+    (the ``cpu`` backend's split pass; the residues are the same).
+    """
+    top = int(np.where(zero, 0, np.asarray(E) + np.asarray(shift)).max(initial=0))
+    return 3 if top <= 3 * 22 else 4 if top <= SPLIT_LIMIT else 0

@@ -9,7 +9,6 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
 from mpi4py import MPI
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the golden helpers

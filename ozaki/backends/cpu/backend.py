@@ -19,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ...core.backend import Operand
+from ...core.moduli import modular_constants, short_bound
+from ...core.scaling import fits_split
 from ..engines import ENGINES, BlasEngine, Engine, get_engine
 from . import bounds, dot2, exactdot, lines, parallel, reconstruct, residues
 
@@ -134,7 +136,7 @@ class CPUBackend:
     def residue_pass(self, E, zero, shift) -> int:
         """:func:`~ozaki.backends.cpu.residues.fits_split`: 3 or 4 digits, 0 for the
         general pass."""
-        return residues.fits_split(E, zero, shift)
+        return fits_split(E, zero, shift)
 
     def line_stats(self, op: Operand):
         """``(maxbits, nonfinite, nonzeros)`` per line, each of shape (b, lines)."""
@@ -220,20 +222,20 @@ class CPUBackend:
         """``acc (+)= smod(prod, p)`` (k-blocks of a modular product, ``|prod| <= bound``)."""
         pf, pinv, c26 = modular_constants(p)
         reconstruct.reduce_into(self._out(acc), self._flat(prod), pf, pinv, c26, first,
-                                _short(bound))
+                                short_bound(bound))
 
     def store(self, prod, p: int, out, bound: int = 2 ** 53) -> None:
         """``out = smod(prod, p)`` in the store's small integer type (``|prod| <= bound``)."""
         pf, pinv, c26 = modular_constants(p)
         reconstruct.store_residues(self._flat(prod), pf, pinv, c26, self._out(out),
-                                   _short(bound))
+                                   short_bound(bound))
 
     def complex_store(self, p1, p2, p3, p: int, out, n: int, bound: int = 2 ** 53) -> None:
         """Gauss: ``out[..., :n] = smod(P1 - P2)``, ``out[..., n:] = smod(P3 - P1 - P2)``
         (``|P| <= bound``)."""
         pf, pinv, c26 = modular_constants(p)
         reconstruct.complex_residues(self._flat(p1), self._flat(p2), self._flat(p3),
-                                     pf, pinv, c26, _short(bound), self._out(out))
+                                     pf, pinv, c26, short_bound(bound), self._out(out))
 
     def add_halves(self, x, axis: int, p: int, out) -> np.ndarray:
         """``out = smod(x_1 + x_2, p)`` for the halves of the residue planes ``x``
@@ -255,7 +257,7 @@ class CPUBackend:
         mods = (np.array([modular_constants(p) for p in plan.moduli]) if products
                 else np.empty((0, 3)))
         args = (store, plan.weights, plan.p_levels, plan.p_inv, s, t, out, int(c0), mods,
-                _short(bound))
+                short_bound(bound))
         if self._serial():
             N, L = plan.weights.shape
             reconstruct.serial_kernel(N, L, bool(products), args[-1])(*args)
@@ -291,15 +293,3 @@ class CPUBackend:
 
     def abs_product(self, A, B, out) -> None:
         dot2.abs_product(A, B, out, parallel.threads())
-
-
-def _short(bound: int) -> bool:
-    """Whether products bounded by ``bound`` take the one-step reduction (``<= 2**52``)."""
-    if bound > 2 ** 53:
-        raise ValueError(f"exact products are at most 2**53 in magnitude, got a bound {bound}")
-    return bound <= 2 ** 52
-
-
-def modular_constants(p: int) -> tuple[float, float, float]:
-    """``(p, fl(1/p), 2**26 mod p)`` as floats, the arguments of :func:`ozaki.backends.cpu.kernels.smod`."""
-    return float(p), 1.0 / p, float(pow(2, 26, p))

@@ -15,7 +15,7 @@ thread per output entry, no fastmath) produce the same values:
 * :func:`gather_residues`, the general one (any scaled magnitude, one modulus),
   works on the bit patterns with tables of ``2**e mod p``.
 
-:func:`fits_split` says, from the line exponents and the shifts, which one a
+:func:`ozaki.core.scaling.fits_split` says, from the line exponents and the shifts, which one a
 call may use. Non-finite entries give residue 0 in both (their semantics are
 applied separately, :mod:`ozaki.core.special`).
 """
@@ -31,29 +31,14 @@ from .kernels import CACHE, HIDDEN_BIT, MANTISSA_MASK, CHUNK_TASKS, round_int, r
 from .parallel import run
 
 __all__ = ["split_residues", "gather_residues", "split_factors",
-           "split_constants", "fits_split", "SPLIT_LIMIT"]
+           "split_constants"]
 
-#: :func:`split_residues` serves scaled magnitudes below ``2**SPLIT_LIMIT``.
-SPLIT_LIMIT = 88
 _FINITE = 1.8e308  # above every finite double: ``abs(y) < _FINITE`` is False for Inf and NaN
 _D22 = 2.0 ** 22
 _D44 = 2.0 ** 44
 _D66 = 2.0 ** 66
 #: Entries per task: a tile of the operand, its factors and digits stays in L1 through the moduli.
 TILE = 512
-
-
-def fits_split(E: np.ndarray, zero: np.ndarray, shift: np.ndarray) -> int:
-    """The 22-bit digits :func:`split_residues` needs, or 0 where it does not apply.
-
-    Every scaled line ``|x| 2**shift < 2**(E + shift)`` below ``2**66`` takes
-    three digits, below ``2**88`` four; above, 0 (the general pass). ``E``,
-    ``zero`` (lines' exponents, :func:`ozaki.core.scaling.exponents`) and ``shift``
-    broadcast against each other, shape (b, lines). All-zero lines always fit
-    (their entries are zeros or non-finite).
-    """
-    top = int(np.where(zero, 0, E + shift).max(initial=0))
-    return 3 if top <= 3 * 22 else 4 if top <= SPLIT_LIMIT else 0
 
 
 def split_factors(shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

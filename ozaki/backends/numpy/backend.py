@@ -20,6 +20,7 @@ import numpy as np
 from ...core.backend import Operand
 from ...core.engine import Engine
 from ...core.moduli import CRTPlan
+from ...core.scaling import fits_split
 from ..engines import ENGINES, BlasEngine, get_engine
 from . import certificate, compensated, crt, exact, lines
 from . import residues as _residues
@@ -132,10 +133,10 @@ class NumPyBackend:
         return op.plane(out), total.astype(np.float64)
 
     def residue_pass(self, E: np.ndarray, zero: np.ndarray, shift: np.ndarray) -> int:
-        """The compiled backend's choice (:func:`ozaki.backends.numpy.residues.fits_split`):
+        """The compiled backend's choice (:func:`ozaki.core.scaling.fits_split`):
         3 or 4 where its split pass would run, 0 for its general pass. Only the signs of
         zero residues depend on it (:meth:`residues`)."""
-        return _residues.fits_split(E, zero, shift)
+        return fits_split(E, zero, shift)
 
     def residues(self, op: Operand, shift: np.ndarray, moduli, out: np.ndarray, split: int,
                  cols: tuple[int, int] | None = None) -> np.ndarray:

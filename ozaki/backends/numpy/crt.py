@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ieee import ldexp, modular_constants, rint, short_bound, smod_product, smod_short
+from ...core.moduli import modular_constants, short_bound
+from .ieee import ldexp, rint, smod_product, smod_short
 
 __all__ = ["reduce_into", "store", "complex_store", "add_halves", "reconstruct"]
 

@@ -15,8 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["ABS", "EXP", "MANT", "HIDDEN", "MAGIC", "rint", "ldexp", "pow2",
-           "mantissa_exponent", "smod", "smod_short", "smod_product", "short_bound",
-           "modular_constants"]
+           "mantissa_exponent", "smod", "smod_short", "smod_product"]
 
 #: Masks of an int64 view of a double: magnitude bits, exponent field, mantissa field.
 ABS = 0x7FFFFFFFFFFFFFFF
@@ -122,15 +121,3 @@ def smod_product(y, p: float, pinv: float, c26: float, short: bool):
     below ``2**24``), so both run in double precision.
     """
     return smod_short(y, p, pinv) if short else smod(y, p, pinv, c26)
-
-
-def short_bound(bound: int) -> bool:
-    """Whether products bounded by ``bound`` take the one-step reduction (``<= 2**52``)."""
-    if bound > 2 ** 53:
-        raise ValueError(f"exact products are at most 2**53 in magnitude, got a bound {bound}")
-    return bound <= 2 ** 52
-
-
-def modular_constants(p: int) -> tuple[float, float, float]:
-    """``(p, fl(1/p), 2**26 mod p)`` as floats, the arguments of :func:`smod`."""
-    return float(p), 1.0 / p, float(pow(2, 26, p))

@@ -17,22 +17,7 @@ import numpy as np
 from .ieee import ABS, EXP, mantissa_exponent
 from .lines import entry_shift
 
-__all__ = ["SPLIT_LIMIT", "fits_split", "residues"]
-
-#: The split pass serves scaled magnitudes below ``2**SPLIT_LIMIT`` (four 22-bit digits).
-SPLIT_LIMIT = 88
-
-
-def fits_split(E, zero, shift) -> int:
-    """The digits the compiled split pass would use for these lines: 3, 4, or 0.
-
-    3 when every scaled line ``|x| 2**shift < 2**(E + shift)`` is below ``2**66``, 4
-    below ``2**88``, 0 (the general pass) above; all-zero lines always fit. The choice
-    changes no residue value, only the sign of zero residues (see :func:`residues`).
-    """
-    top = int(np.where(zero, 0, np.asarray(E) + np.asarray(shift)).max(initial=0))
-    return 3 if top <= 3 * 22 else 4 if top <= SPLIT_LIMIT else 0
-
+__all__ = ["residues"]
 
 def _scaled(bits: np.ndarray, shift: np.ndarray):
     """``(m, E')`` with ``trunc(|x| 2**shift) = m 2**E'`` (int64 each); ``m = 0`` for Inf, NaN."""

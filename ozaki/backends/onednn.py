@@ -1,0 +1,528 @@
+"""The ``cpu-onednn`` engine: exact INT8 products on oneDNN's integer GEMM.
+
+oneDNN's ``dnnl_gemm_u8s8s32`` (row-major C API, loaded through :mod:`ctypes`
+from the PyPI package ``onednn-cpu-gomp``: ``pip install 'ozaki-emu[onednn]'``)
+multiplies unsigned 8-bit ``A`` by signed 8-bit ``B`` into INT32 ``C``::
+
+    C = alpha (A - ao) (B - bo) + beta C + co      (alpha = 1, beta = 0, bo = co = 0 here)
+
+The library is loaded at the engine's first use (:meth:`OneDNNEngine.available`
+or a product), never at ``import ozaki``. Operands are the scheme's residues (or
+FP8 digits, or the bound GEMM's integers): integers in the int8 range
+``[-128, 127]``, checked on every call, as on ``cpu-int8``.
+
+Why the encoding matters
+------------------------
+Without VNNI (SSE4.1, AVX, AVX2, AVX-512 without ``avx512_vnni``), oneDNN's
+kernels multiply with ``(v)pmaddubsw``: it forms ``a0 b0 + a1 b1`` for a *pair* of
+u8 x s8 products and **saturates** that sum to int16 ``[-32768, 32767]``, before
+``(v)pmaddwd`` widens to INT32. The naive encoding ``u = r + 128`` (u8 in
+``[0, 255]``) against s8 residues in ``[-128, 127]`` reaches
+``|2 * 255 * (-128)| = 65280 > 32767`` and returns wrong sums (measured: oneDNN
+3.2 under ``ONEDNN_MAX_CPU_ISA=AVX2`` or ``AVX512_CORE``; ``dnnl_gemm_s8s8s32``,
+which adds 128 to ``A`` itself, saturates the same way). With VNNI
+(``vpdpbusd``, AVX-512 VNNI or AVX-VNNI; AMX's ``tdpbusd`` likewise) each
+product is added into the INT32 lane directly: no 16-bit intermediate.
+
+Two encodings, each exact on the kernels it runs on:
+
+``split`` (exact on every instruction set)
+    ``r = l - 128 s`` with ``l = r & 127`` in ``[0, 127]`` (the low seven bits
+    of ``r`` in two's complement) and ``s = [r < 0]`` in ``{0, 1}`` (its sign
+    bit). ``A`` is stacked as ``[L; S]`` (``2m`` rows of u8), ``B`` is the s8
+    residues as they are, ``ao = 0``: one oneDNN call of ``2m x k x n``, whose two
+    halves give ``X Y = L Y - 128 S Y``. Every int16 pair sum is at most
+    ``2 * 127 * 128 = 32512 <= 32767 = 2**15 - 1``, so no pair can saturate on
+    any kernel. INT32: ``|L Y| <= 127 * 128 k``, ``|128 S Y| <= 128 * 128 k``;
+    with ``k <= kblock = floor((2**31 - 1) / (128 * 128)) = 131071`` every
+    partial sum, in any order, is at most ``131071 * 16384 = 2**31 - 2**14``: no
+    wrap. The two halves are combined in int64, exactly. This costs twice the
+    multiply-adds of one INT8 GEMM: :attr:`OneDNNEngine.gemms_per_call` is 2.
+
+``offset`` (used only where oneDNN reports a VNNI instruction set)
+    ``u = r + 128`` in ``[0, 255]`` (the bit pattern of ``r`` with its sign bit
+    flipped), ``ao = 128``: oneDNN subtracts ``128 * sum_l B[l, j]`` itself, one
+    GEMM of ``m x k x n``. With VNNI no 16-bit intermediate exists; the largest
+    INT32 partial sum is ``255 * 128 k`` (raw products) or ``128 * 128 k``
+    (offset term), so ``k <= kblock = floor((2**31 - 1) / (255 * 128)) = 65793``
+    gives at most ``65793 * 32640 = 2147483520 <= 2**31 - 1``: no wrap.
+
+Both blocks are independent of the caller's ``amax`` and ``bmax`` (the worst case
+of the int8 range), so a block is exact whatever the data in that range; the
+engine's blocks are added in FP64 by :meth:`ozaki.core.engine.Engine.matmul`,
+exact by the caller's bound ``k amax bmax <= 2**53``. Each block's result is an
+exact integer either way, so the encoding changes the speed, never a bit.
+
+VNNI detection
+--------------
+``dnnl_get_effective_cpu_isa()`` (which honours ``ONEDNN_MAX_CPU_ISA``) decoded
+for oneDNN 3 (``avx2_vnni``, ``avx2_vnni_2``, ``avx512_core_vnni`` and every
+later AVX-512/AMX level carry a VNNI bit), then confirmed at load by probe
+products at the saturating extreme (``u = 255``, ``b = -128``) on the shapes of
+oneDNN's GEMV, small and blocked kernels: if any probe is inexact, the engine
+uses ``split``. Another oneDNN major version is taken as non-VNNI (``split``).
+
+Threads and ``fork``
+--------------------
+The library runs on GNU OpenMP. A process forked after oneDNN ran an OpenMP team
+(``multiprocessing`` with the ``fork`` start method) **hangs** in the child's
+first oneDNN call (the team's threads do not exist there; measured). So a call
+from a process other than the one that loaded the library runs oneDNN on one
+thread, where it opens no OpenMP team (measured: the child then gives the
+parent's bits). In the loading process a call runs on at most
+:func:`ozaki.backends.cpu.parallel.threads` threads (:func:`ozaki.set_workers`)
+and at most ``omp_get_max_threads()``. The count is set with
+``omp_set_num_threads`` only when it differs, and restored right after the call:
+GNU OpenMP keeps it per calling thread (the ``nthreads-var`` ICV of the thread's
+implicit task), so no other thread, and nothing after the call, sees a change; no
+environment variable is read or written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib.metadata
+import os
+import re
+import threading
+from types import SimpleNamespace
+from typing import Iterator
+
+import numpy as np
+
+from ..core.engine import Engine
+from ..core.workspace import workspace
+
+__all__ = ["OneDNNEngine", "OneDNNUnavailable", "DISTRIBUTION", "INSTALL_HINT",
+           "library_path", "library_info"]
+
+#: The PyPI package that ships ``libdnnl.so`` (GNU OpenMP build).
+DISTRIBUTION = "onednn-cpu-gomp"
+#: How to get it, named in every "not available" reason.
+INSTALL_HINT = "pip install 'ozaki-emu[onednn]'"
+
+_INT32_MAX = 2 ** 31 - 1
+#: Largest magnitudes of the encoded u8 operand (for the INT32 block bound) and of
+#: the s8 one: 255 for ``offset`` (``r + 128``); 128 for ``split``, whose two halves
+#: ``L`` (up to 127) and ``128 S`` (up to 128 times the sum of ``|y|``) are
+#: combined after the GEMM.
+_ENCODED_MAX = {"offset": 255, "split": 128}
+_S8_MAX = 128
+
+#: oneDNN 3 ``dnnl_cpu_isa_t`` values, for messages (the VNNI test reads bits).
+_ISA_NAMES = {0x0: "default", 0x1: "sse41", 0x3: "avx", 0x7: "avx2", 0xf: "avx2_vnni",
+              0x1f: "avx2_vnni_2", 0x27: "avx512_core", 0x67: "avx512_core_vnni",
+              0xe7: "avx512_core_bf16", 0x1ef: "avx512_core_fp16",
+              0xfef: "avx512_core_amx", 0x1fef: "avx512_core_amx_fp16"}
+#: In oneDNN 3 the AVX2 levels with VNNI have bit 0x8 and the AVX-512 ones bit 0x40.
+_VNNI_BITS = 0x48
+
+
+class OneDNNUnavailable(RuntimeError):
+    """oneDNN cannot be used here; the message says why and how to install it."""
+
+
+class _Version(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_int), ("minor", ctypes.c_int), ("patch", ctypes.c_int),
+                ("hash", ctypes.c_char_p), ("cpu_runtime", ctypes.c_uint),
+                ("gpu_runtime", ctypes.c_uint)]
+
+
+_DIM = ctypes.c_int64  # dnnl_dim_t
+_GEMM_ARGS = [ctypes.c_char, ctypes.c_char, ctypes.c_char, _DIM, _DIM, _DIM, ctypes.c_float,
+              ctypes.c_void_p, _DIM, ctypes.c_uint8, ctypes.c_void_p, _DIM, ctypes.c_int8,
+              ctypes.c_float, ctypes.c_void_p, _DIM, ctypes.c_void_p]
+
+
+def library_path() -> str | None:
+    """Path of ``libdnnl.so`` in the installed ``onednn-cpu-gomp``, or ``None``.
+
+    Read from the distribution's file list (:mod:`importlib.metadata`): the wheel
+    installs the library as data under ``<prefix>/lib``. The versioned name
+    (``libdnnl.so.3``) is preferred to the plain ``libdnnl.so``.
+    """
+    try:
+        dist = importlib.metadata.distribution(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    names = [f for f in (dist.files or ()) if f.name.startswith("libdnnl.so")]
+    if not names:
+        return None
+
+    def rank(f) -> tuple[int, str]:
+        if re.fullmatch(r"libdnnl\.so\.\d+", f.name):
+            return 0, f.name
+        return (1 if f.name == "libdnnl.so" else 2), f.name
+    return os.path.normpath(str(dist.locate_file(min(names, key=rank))))
+
+
+class _Library:
+    """The loaded ``libdnnl``: its GEMM, version, instruction set and OpenMP controls."""
+
+    def __init__(self, path: str):
+        self.path = path
+        try:
+            self.cdll = ctypes.CDLL(path)
+        except OSError as exc:
+            raise OneDNNUnavailable(f"oneDNN library {path} could not be loaded ({exc}); "
+                                    f"reinstall it: {INSTALL_HINT}") from None
+        try:
+            self.gemm = self.cdll.dnnl_gemm_u8s8s32
+            version = self.cdll.dnnl_version
+            isa = self.cdll.dnnl_get_effective_cpu_isa
+        except AttributeError as exc:
+            raise OneDNNUnavailable(f"{path} is not a oneDNN library with the integer GEMM "
+                                    f"({exc}); {INSTALL_HINT}") from None
+        self.gemm.argtypes = _GEMM_ARGS
+        self.gemm.restype = ctypes.c_int
+        version.restype = ctypes.POINTER(_Version)
+        v = version().contents
+        self.version = (v.major, v.minor, v.patch)
+        self.isa = int(isa())
+        self.isa_name = _ISA_NAMES.get(self.isa, hex(self.isa)) if v.major == 3 \
+            else hex(self.isa)
+        # GNU OpenMP's controls, found through libdnnl's own dependencies (the
+        # libgomp it runs on); absent from a TBB or sequential build.
+        try:
+            self.omp_get = self.cdll.omp_get_max_threads
+            self.omp_set = self.cdll.omp_set_num_threads
+            self.omp_get.restype = ctypes.c_int
+            self.omp_set.argtypes = [ctypes.c_int]
+            self.omp_set.restype = None
+        except AttributeError:
+            self.omp_get = self.omp_set = None
+        self.pid = os.getpid()
+        self._co = np.zeros(1, np.int32)  # the fixed C offset, zero
+        self.vnni_isa = v.major == 3 and bool(self.isa & _VNNI_BITS) and self.isa >= 0xf
+        if not self._probe("split"):  # the kernels' arithmetic, or the binding, is off
+            raise OneDNNUnavailable(f"oneDNN at {path} ({self.isa_name}) returned an inexact "
+                                    f"product on a probe; {INSTALL_HINT}")
+        self.vnni = self.vnni_isa and self._probe("offset")
+
+    def threads(self) -> contextlib.AbstractContextManager:
+        """The OpenMP thread count for one call (module docstring, "Threads and fork")."""
+        return _omp_threads(self)
+
+    def call(self, A: np.ndarray, B: np.ndarray, C: np.ndarray, ao: int) -> None:
+        """``C = (A - ao) B`` for C-ordered rows: u8 ``A`` (M, K), s8 ``B`` (K, N), int32 ``C``."""
+        M, K = A.shape
+        N = B.shape[1]
+        assert A.strides[1] == 1 and B.strides[1] == 1 and C.strides[1] == 4
+        status = self.gemm(b"N", b"N", b"F", M, N, K, 1.0, A.ctypes.data, A.strides[0], ao,
+                           B.ctypes.data, B.strides[0], 0, 0.0, C.ctypes.data,
+                           C.strides[0] // 4, self._co.ctypes.data)
+        if status != 0:
+            raise RuntimeError(f"dnnl_gemm_u8s8s32 failed (dnnl_status_t {status}) on "
+                               f"M={M}, N={N}, K={K}")
+
+    def _probe(self, encoding: str) -> bool:
+        """Whether the encoding's products are exact at its extremes, on the shapes of
+        oneDNN's GEMV (m = 1, n = 1), small and blocked kernels."""
+        rng = np.random.default_rng(1)
+        for m, k, n in ((1, 300, 70), (70, 300, 1), (3, 5, 7), (67, 1031, 45),
+                        (65, 1500, 40)):
+            if encoding == "offset":  # u = 255 and b = -128: each pair 65280 without VNNI
+                A = np.full((m, k), 255, np.uint8)
+                A[:, 1::3] = rng.integers(0, 256, (m, len(range(1, k, 3))))
+                ao, want_a = 128, A.astype(np.int64) - 128
+            else:
+                A = np.full((m, k), 127, np.uint8)
+                A[:, 1::3] = rng.integers(0, 128, (m, len(range(1, k, 3))))
+                ao, want_a = 0, A.astype(np.int64)
+            B = np.full((k, n), -128, np.int8)
+            B[2::5] = rng.integers(-128, 128, (len(range(2, k, 5)), n))
+            C = np.empty((m, n), np.int32)
+            with self.threads():
+                self.call(A, B, C, ao)
+            if not np.array_equal(C, want_a @ B.astype(np.int64)):
+                return False
+        return True
+
+
+@contextlib.contextmanager
+def _omp_threads(lib: _Library) -> Iterator[None]:
+    """Run the block's oneDNN calls on the calling thread's count (see the module docstring)."""
+    if lib.omp_set is None:
+        yield
+        return
+    from .cpu import parallel
+    have = int(lib.omp_get())
+    # a forked child must open no OpenMP team: the parent's team threads are gone
+    want = 1 if os.getpid() != lib.pid else max(1, min(have, parallel.threads()))
+    if want == have:
+        yield
+        return
+    lib.omp_set(want)  # GNU OpenMP: the calling thread's ICV only
+    try:
+        yield
+    finally:
+        lib.omp_set(have)
+
+
+_loaded: dict[str | None, _Library | str] = {}
+_load_lock = threading.Lock()
+
+
+def _library() -> _Library:
+    """The library, loaded at the first call (per path); raises :class:`OneDNNUnavailable`."""
+    path = library_path()
+    got = _loaded.get(path)
+    if got is None:
+        with _load_lock:
+            got = _loaded.get(path)
+            if got is None:
+                if path is None:
+                    got = (f"oneDNN is not installed (no package {DISTRIBUTION!r} with "
+                           f"libdnnl.so); install it: {INSTALL_HINT}")
+                else:
+                    try:
+                        got = _Library(path)
+                    except OneDNNUnavailable as exc:
+                        got = str(exc)
+                _loaded[path] = got
+    if isinstance(got, str):
+        raise OneDNNUnavailable(got)
+    return got
+
+
+def library_info() -> dict:
+    """What the engine runs on: ``path``, ``version``, ``isa``, ``vnni``, ``encoding``.
+
+    Loads the library; raises :class:`OneDNNUnavailable` (with the reason) without it.
+    """
+    lib = _library()
+    return {"path": lib.path, "version": ".".join(map(str, lib.version)), "isa": lib.isa_name,
+            "vnni": lib.vnni, "encoding": "offset" if lib.vnni else "split"}
+
+
+# --- the passes (numba, compiled at first use; module-level for numba's cache) ------
+
+def _encode_a_rows(t0, t1, X, out, split, bad):
+    """Rows ``t0:t1`` of the u8 operand: ``[r & 127; r < 0]`` (split) or ``r + 128``.
+
+    ``X`` (b, m, k) holds integers in ``[-128, 127]``; anything else (out of
+    range, not an integer, NaN) sets ``bad[t0]`` (the value written is then
+    meaningless, and the caller raises).
+    """
+    m = X.shape[1]
+    k = X.shape[2]
+    flag = 0
+    for t in range(t0, t1):
+        g = t // m
+        i = t - g * m
+        for j in range(k):
+            v = X[g, i, j]
+            inside = (v >= -128.0) & (v <= 127.0)  # False for NaN
+            r = np.int64(v if inside else 0.0)     # a defined conversion
+            flag |= r != v                         # out of range, fraction or NaN
+            if split:
+                out[g, i, j] = r & 127             # r = (r & 127) - 128 [r < 0]
+                out[g, m + i, j] = r < 0
+            else:
+                out[g, i, j] = r + 128
+    if flag:
+        bad[t0] = 1
+
+
+def _encode_b_rows(t0, t1, Y, out, bad):
+    """Rows ``t0:t1`` of the s8 operand: ``Y`` (b, k, n) as int8 (checked as above)."""
+    k = Y.shape[1]
+    n = Y.shape[2]
+    flag = 0
+    for t in range(t0, t1):
+        g = t // k
+        i = t - g * k
+        for j in range(n):
+            v = Y[g, i, j]
+            inside = (v >= -128.0) & (v <= 127.0)
+            r = np.int64(v if inside else 0.0)
+            flag |= r != v
+            out[g, i, j] = r
+    if flag:
+        bad[t0] = 1
+
+
+def _combine_rows(t0, t1, C, out, split):
+    """Rows ``t0:t1`` of ``out`` (b, m, n) from the INT32 GEMM ``C``: ``C[:m] - 128 C[m:]``
+    per stack slice (split, in int64: exact) or ``C`` itself."""
+    m = out.shape[1]
+    n = out.shape[2]
+    for t in range(t0, t1):
+        g = t // m
+        i = t - g * m
+        if split:
+            for j in range(n):
+                out[g, i, j] = np.int64(C[g, i, j]) - 128 * np.int64(C[g, m + i, j])
+        else:
+            for j in range(n):
+                out[g, i, j] = C[g, i, j]
+
+
+_kernels: SimpleNamespace | None = None
+_kernels_lock = threading.Lock()
+
+
+def _compiled() -> SimpleNamespace:
+    """The passes, compiled (``nogil``, cached on disk) at their first use."""
+    global _kernels
+    if _kernels is None:
+        with _kernels_lock:
+            if _kernels is None:
+                import numba as nb
+                jit = nb.njit(nogil=True, cache=True)
+                _kernels = SimpleNamespace(encode_a=jit(_encode_a_rows),
+                                           encode_b=jit(_encode_b_rows),
+                                           combine=jit(_combine_rows))
+    return _kernels
+
+
+def _run(kernel, tasks: int, per_task: int, *args) -> None:
+    """``kernel`` over ``tasks`` rows of ``per_task`` entries on ozaki's pass threads
+    (one thread below about 2**16 entries, where waking workers costs more)."""
+    from .cpu.parallel import run
+    run(kernel, tasks, *args, max_threads=max(1, tasks * per_task // 2 ** 16))
+
+
+def _stack(X: np.ndarray) -> np.ndarray:
+    """``X`` (..., r, c) as (b, r, c) (a view when the stack axes allow one)."""
+    return X.reshape((-1,) + X.shape[-2:])
+
+
+def _slices(lead_x: tuple, lead_y: tuple, lead: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """For each slice of the broadcast stack ``lead``: the index of its ``X`` and ``Y``
+    slices in their flattened stacks (``np.matmul``'s broadcasting)."""
+    def index(shape):
+        ids = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(
+            (1,) * (len(lead) - len(shape)) + tuple(shape))
+        return np.broadcast_to(ids, lead).ravel()
+    return index(lead_x), index(lead_y)
+
+
+class OneDNNEngine(Engine):
+    """INT8 products on oneDNN's ``dnnl_gemm_u8s8s32``, exact on every instruction set.
+
+    Operands are integers in ``[-128, 127]`` (checked on every call, as on
+    ``cpu-int8``), accumulated in INT32 in blocks that never wrap. The encoding
+    (module docstring) is ``offset`` (one GEMM) where oneDNN runs VNNI kernels,
+    else ``split`` (one GEMM on twice the rows, exact even where the kernels
+    saturate pairs of products to int16). Every block is an exact integer, so
+    results do not depend on the encoding, the thread count or the blocks.
+
+    Parameters
+    ----------
+    max_kblock : int, optional
+        Upper limit on the products per block (see :class:`~ozaki.core.engine.Engine`).
+    encoding : {"auto", "split", "offset"}
+        ``"auto"``: ``offset`` with VNNI, else ``split``. ``"split"`` forces the
+        encoding exact on every instruction set; ``"offset"`` is available only
+        where oneDNN runs VNNI kernels.
+
+    Attributes
+    ----------
+    reason : str or None
+        Why :meth:`available` last said ``False`` (naming ``pip install
+        'ozaki-emu[onednn]'``), else ``None``.
+    """
+
+    name = "cpu-onednn"
+    operand_max = 128
+    accumulator_max = _INT32_MAX
+    schemes = ("int8", "fp8")
+    preferred_scheme = "int8"
+
+    def __init__(self, max_kblock: int | None = None, encoding: str = "auto"):
+        super().__init__(max_kblock)
+        if encoding not in ("auto", "split", "offset"):
+            raise ValueError(f"encoding must be 'auto', 'split' or 'offset', got {encoding!r}")
+        self._choice = encoding
+        self.reason: str | None = None
+
+    def __repr__(self) -> str:
+        extra = [] if self.max_kblock is None else [f"max_kblock={self.max_kblock}"]
+        extra += [] if self._choice == "auto" else [f"encoding={self._choice!r}"]
+        return f"{type(self).__name__}({', '.join(extra)})"
+
+    def available(self) -> bool:
+        """Whether oneDNN loads here (and runs VNNI kernels, for ``encoding="offset"``).
+
+        Loads the library at the first call. When ``False``, :attr:`reason` says why.
+        """
+        try:
+            lib = _library()
+        except OneDNNUnavailable as exc:
+            self.reason = str(exc)
+            return False
+        if self._choice == "offset" and not lib.vnni:
+            self.reason = (f"the offset encoding needs oneDNN's VNNI kernels; this machine "
+                           f"runs {lib.isa_name}")
+            return False
+        self.reason = None
+        return True
+
+    @property
+    def encoding(self) -> str:
+        """The encoding in use, ``"offset"`` or ``"split"`` (loads the library)."""
+        if self._choice == "split":
+            return "split"
+        lib = _library()
+        if self._choice == "offset" and not lib.vnni:
+            raise OneDNNUnavailable(f"the offset encoding needs oneDNN's VNNI kernels; "
+                                    f"this machine runs {lib.isa_name}")
+        return "offset" if lib.vnni else "split"
+
+    @property
+    def gemms_per_call(self) -> int:
+        """INT8 GEMMs of the call's size one block costs: 2 for ``split``, 1 for ``offset``."""
+        return 2 if self.encoding == "split" else 1
+
+    def kblock(self, amax: int, bmax: int) -> int:
+        """Products per block: the encoding's INT32 bound at the int8 extremes (module
+        docstring): 131071 for ``split``, 65793 for ``offset``, and at most the
+        contract's ``(2**31 - 1) / (amax bmax)``."""
+        kb = self.accumulator_max // (_ENCODED_MAX[self.encoding] * _S8_MAX)
+        kb = min(kb, max(1, self.accumulator_max // max(1, amax * bmax)))
+        return kb if self.max_kblock is None else min(kb, self.max_kblock)
+
+    def _block(self, X, Y, out, bound):
+        if out.size == 0:
+            return
+        m, k = X.shape[-2:]
+        if k == 0:
+            out[...] = 0
+            return
+        lib = _library()
+        split = self.encoding == "split"
+        kern = _compiled()
+        n = Y.shape[-1]
+        X3, Y3 = _stack(X), _stack(Y)
+        rows = 2 * m if split else m
+        ws = workspace(np)
+        A = ws.take("onednn_a", (X3.shape[0], rows, k), np.uint8)
+        B = ws.take("onednn_b", Y3.shape, np.int8)
+        bad_a = np.zeros(X3.shape[0] * m, np.uint8)
+        bad_b = np.zeros(Y3.shape[0] * k, np.uint8)
+        _run(kern.encode_a, X3.shape[0] * m, k, X3, A, split, bad_a)
+        _run(kern.encode_b, Y3.shape[0] * k, n, Y3, B, bad_b)
+        if bad_a.any() or bad_b.any():
+            raise ValueError("operand outside the int8 range [-128, 127] or not integer-valued")
+        lead = out.shape[:-2]
+        count = int(np.prod(lead, dtype=np.int64))
+        ix, iy = _slices(X.shape[:-2], Y.shape[:-2], lead)
+        C = ws.take("onednn_c", (count, rows, n), np.int32)
+        ao = 0 if split else 128
+        with lib.threads():
+            if count > 1 and not iy.any() and np.array_equal(ix, np.arange(count)):
+                # one Y for the whole stack: one GEMM on the stacked rows of A
+                lib.call(A.reshape(count * rows, k), B[0], C.reshape(count * rows, n), ao)
+            else:
+                for g in range(count):
+                    lib.call(A[ix[g]], B[iy[g]], C[g], ao)
+        dest, copied = out.view(), False
+        try:
+            dest.shape = (count, m, n)  # a view of out (strided allowed), no copy
+        except AttributeError:
+            dest, copied = np.empty((count, m, n), out.dtype), True
+        _run(kern.combine, count * m, n, C, dest, split)
+        if copied:
+            out[...] = dest.reshape(out.shape)
