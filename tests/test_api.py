@@ -46,6 +46,8 @@ def test_backends_by_name_and_object():
     cpu = get_backend("cpu")
     assert get_backend() is cpu and get_backend(cpu) is cpu
     assert np.array_equal(ozaki.dgemm(A, B, backend=cpu), A @ B)
+    assert ozaki.dgemm(A, B, backend="numpy", return_info=True)[1].backend == "numpy"
+    assert ozaki.dgemm(A, B, return_info=True)[1].backend == "cpu"
     with pytest.raises(ValueError, match=r"backend must be one of \['cpu', 'numpy'\]"):
         ozaki.dgemm(A, B, backend="gpu")
     with pytest.raises(TypeError, match="implementing ozaki.core.backend.Backend"):

@@ -84,7 +84,8 @@ def empty_product(opts: Options, b: int, m: int, n: int, k: int, kind: Kind):
     kk = kind.width * k
     count = auto_num_moduli(opts.scheme, kk) if opts.num_moduli == "auto" else opts.num_moduli
     info = OzakiInfo(opts.scheme, count, opts.mode, opts.engine.name,
-                     bound_kind="normwise" if opts.mode == "fast" else "componentwise")
+                     bound_kind="normwise" if opts.mode == "fast" else "componentwise",
+                     backend=opts.backend.name)
     info.slice_moduli = np.full(b, count)
     if opts.want_bound:
         info.error_bound = np.zeros((b, m, n), dtype)  # complex: one per part
@@ -121,7 +122,7 @@ def compensated_product(A3, B3, opts: Options, kind: Kind, b: int, m: int, n: in
     flat = np.empty((b, m, B3.shape[2]))
     done = compensated.product(opts.backend, A3, B3, flat, opts.want_bound, opts.policy)
     info = OzakiInfo(opts.scheme, 0, opts.mode, opts.engine.name, bound_kind="componentwise",
-                     path="compensated", exact_entries=done.exact,
+                     path="compensated", exact_entries=done.exact, backend=opts.backend.name,
                      uncertified=done.uncertified, error_bound=done.bound,
                      max_bound_ratio=np.inf if done.uncertified else compensated.max_ratio(ke))
     if done.fallback:

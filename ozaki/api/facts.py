@@ -7,7 +7,7 @@ the products) only, never ozaki's internal modules.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from ..backends.cpu import parallel
 from ..backends.engines import get_engine as _host_engine
@@ -48,13 +48,39 @@ def resolve_options(scheme: str = "auto", num_moduli: int | str = "auto",
 
 
 def get_engine(engine: str | Engine | None = "auto", scheme: str | None = None) -> Engine:
-    """The host engine ``engine`` (a name of :func:`ozaki.available_engines`, ``"auto"``:
-    ``cpu-blas``), checked to run ``scheme`` when given."""
+    """The host engine ``engine``, checked to run ``scheme``.
+
+    Parameters
+    ----------
+    engine : str or Engine, optional
+        A name of :func:`ozaki.available_engines`, ``"auto"`` or ``None``
+        (``cpu-blas``), or an :class:`ozaki.Engine` (returned as is).
+    scheme : str, optional
+        A scheme the engine must run (``None``: no check).
+
+    Returns
+    -------
+    Engine
+
+    Raises
+    ------
+    ValueError
+        An unknown or unavailable engine, or one that does not run ``scheme``.
+    """
     return _host_engine(engine, scheme)
 
 
 def moduli(scheme: str) -> tuple[int, ...]:
     """The moduli of ``scheme`` in the order a product uses them (its first ``N``).
+
+    Parameters
+    ----------
+    scheme : {"int8", "fp8", "fp64"}
+
+    Returns
+    -------
+    tuple of int
+        Pairwise coprime, the count a scheme allows at most (``MODULI_VERSION``'s tables).
 
     Examples
     --------
@@ -70,23 +96,41 @@ def moduli(scheme: str) -> tuple[int, ...]:
 def gemms_per_modulus(scheme: str, engine: str | Engine | None = "auto") -> int:
     """Exact GEMMs one modular product of ``scheme`` takes on ``engine`` (full ``k``).
 
-    1 where the engine multiplies the residues directly, 3 where they are split
-    into FP8 digits; the same for every modulus of the scheme.
+    Parameters
+    ----------
+    scheme : {"int8", "fp8", "fp64"}
+    engine : str or Engine, optional
+        As for :func:`get_engine` (it must run ``scheme``).
+
+    Returns
+    -------
+    int
+        1 where the engine multiplies the residues directly, 3 where they are split
+        into FP8 digits; the same for every modulus of the scheme.
     """
+    residues = moduli(scheme)  # checks the scheme first
     eng = get_engine(engine, scheme)
-    counts = {_per_modulus(eng, p) for p in moduli(scheme)}
+    counts = {_per_modulus(eng, p) for p in residues}
     if len(counts) != 1:  # pragma: no cover - no such engine today
         raise ValueError(f"GEMMs per modulus of {scheme} vary on {eng.name}: {sorted(counts)}")
     return counts.pop()
 
 
-@contextlib.contextmanager
-def set_workers(workers: int) -> Iterator[None]:
+def set_workers(workers: int) -> contextlib.AbstractContextManager:
     """Run the calling thread's ozaki passes on at most ``workers`` threads in the block.
 
     A context manager in the style of :func:`scipy.fft.set_workers`: local to the
     calling thread (other threads keep their own count), restored on exit. The
     bits do not depend on it.
+
+    Parameters
+    ----------
+    workers : int
+        At least 1 (checked now: ``ValueError``).
+
+    Returns
+    -------
+    context manager
 
     Examples
     --------
@@ -96,12 +140,10 @@ def set_workers(workers: int) -> Iterator[None]:
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
-    with parallel.limit(workers):
-        yield
+    return parallel.limit(workers)
 
 
-@contextlib.contextmanager
-def set_small_products(enabled: bool) -> Iterator[None]:
+def set_small_products(enabled: bool) -> contextlib.AbstractContextManager:
     """Let small products take the compensated path (``True``, the default) or run the
     emulation (``False``) on the calling thread, inside the block.
 
@@ -118,17 +160,28 @@ def set_small_products(enabled: bool) -> Iterator[None]:
     >>> info.path
     'emulated'
     """
-    with compensated.enabled(enabled):
-        yield
+    return compensated.enabled(enabled)
 
 
 def emulated_options(scheme: str, m: int, k: int, n: int, complex_: bool = False) -> dict:
     """Keyword arguments that make a product of this shape run the emulation.
 
-    ``{}`` where ``num_moduli="auto"`` already does; on a small product, the count
-    ``"auto"`` starts from (:func:`ozaki.auto_num_moduli`), given explicitly, with
-    the exact fallback (the same contract). For measurements of the emulation at
-    an explicit count (the TME model's calibration, the SUMMA benchmark).
+    Parameters
+    ----------
+    scheme : {"int8", "fp8", "fp64"}
+    m, k, n : int
+        The product's shape, (m, k) @ (k, n).
+    complex_ : bool
+        A complex product (its work and inner dimension are the real embedding's).
+
+    Returns
+    -------
+    dict
+        ``{}`` where ``num_moduli="auto"`` already runs the emulation; on a small
+        product, the count ``"auto"`` starts from (:func:`ozaki.auto_num_moduli`),
+        given explicitly, with the exact fallback (the same contract). For
+        measurements of the emulation at an explicit count (the TME model's
+        calibration, the SUMMA benchmark).
     """
     return compensated.emulated_options(scheme, m, k, n, complex_)
 

@@ -17,7 +17,7 @@ from .calls import check_out, options, shape_of, side_check, stacked
 from ..backends.engines import Engine
 from .prepared import PreparedOperand
 from ..core.backend import Backend
-from ..core.kind import kind_of
+from ..core.kind import COMPLEX, REAL, Kind, kind_of
 
 __all__ = ["dgemm", "gemm", "zgemm"]
 
@@ -52,7 +52,7 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float | complex = 1.0,
         transpose (no copy), ``"C"`` its conjugate transpose (the transpose for
         real ``X``); letters in either case. Anything else raises ``TypeError``.
         Prepared operands take ``"N"`` only.
-    scheme, num_moduli, mode, engine, fallback, out, return_info, bounds
+    scheme, num_moduli, mode, engine, fallback, out, return_info, bounds, backend
         As in :func:`dgemm`. The certificate and the fallback concern
         ``op(A) op(B)``, before ``alpha`` and ``beta`` are applied.
 
@@ -64,12 +64,12 @@ def gemm(A: Any, B: Any, C: Any = None, *, alpha: float | complex = 1.0,
         ``k == 0``).
     """
     return _gemm(A, B, C, alpha, beta, trans_a, trans_b, scheme, num_moduli, mode, engine,
-                 fallback, out, return_info, bounds, backend, complex_=False)
+                 fallback, out, return_info, bounds, backend, kind=REAL)
 
 
 def _gemm(A, B, C, alpha, beta, trans_a, trans_b, scheme, num_moduli, mode, engine,
-          fallback, out, return_info, bounds, backend, *, complex_: bool):
-    """:func:`gemm`; ``complex_`` runs the complex product even on real operands (zgemm)."""
+          fallback, out, return_info, bounds, backend, *, kind: Kind):
+    """:func:`gemm`; a complex ``kind`` runs the complex product even on real operands (zgemm)."""
     ta, tb = transpose_flag(trans_a, "trans_a"), transpose_flag(trans_b, "trans_b")
     alpha, beta = scalar(alpha, "alpha"), scalar(beta, "beta")
     side_check(A, "left", "A")
@@ -87,7 +87,7 @@ def _gemm(A, B, C, alpha, beta, trans_a, trans_b, scheme, num_moduli, mode, engi
         a = "A" if ta == "N" else "op(A)"
         b_ = "B" if tb == "N" else "op(B)"
         raise ValueError(f"inner dimensions differ: {a} is {(m, k)}, {b_} is {(kb, n)}")
-    is_c = complex_ or any(X.is_complex if isinstance(X, PreparedOperand)
+    is_c = kind.complex or any(X.is_complex if isinstance(X, PreparedOperand)
                            else np.iscomplexobj(X) for X in (A, B))
     if beta != 0:
         if C is None:
@@ -258,7 +258,7 @@ def zgemm(A: Any, B: Any, C: Any = None, *, alpha: complex = 1.0, beta: complex 
         As in :func:`gemm`; real inputs, prepared ones included, are taken as
         complex (the same bits as their complex128 copies). ``trans_*="C"`` is
         the conjugate transpose.
-    scheme, num_moduli, mode, engine, fallback, out, return_info, bounds
+    scheme, num_moduli, mode, engine, fallback, out, return_info, bounds, backend
         As in :func:`dgemm`; ``out`` is complex128. With ``bounds=True``,
         ``info.error_bound`` is complex: its real part bounds the error of the
         real part, its imaginary part that of the imaginary part.
@@ -286,8 +286,8 @@ def zgemm(A: Any, B: Any, C: Any = None, *, alpha: complex = 1.0, beta: complex 
         B = operand(B, "B", matmul_hint=True).astype(np.complex128, copy=False)
     alpha, beta = scalar(alpha, "alpha"), scalar(beta, "beta")
     # a real prepared operand is taken as complex too (its complex stack: the embedding
-    # of the real array, as for an unprepared one); complex_ keeps the complex product
+    # of the real array, as for an unprepared one); COMPLEX keeps the complex product
     # when both operands were prepared real
     return _gemm(A, B, C, complex(alpha), complex(beta), trans_a, trans_b, scheme,
                  num_moduli, mode, engine, fallback, out, return_info, bounds, backend,
-                 complex_=True)
+                 kind=COMPLEX)

@@ -35,7 +35,7 @@ def matmul(A: Any, B: Any, *, scheme: str = "auto",
     ----------
     A : array_like or PreparedOperand, shape (..., m, k) or (k,)
     B : array_like or PreparedOperand, shape (..., k, n) or (k,)
-    scheme, num_moduli, mode, engine, fallback, out, return_info, bounds
+    scheme, num_moduli, mode, engine, fallback, out, return_info, bounds, backend
         As in :func:`dgemm`. ``out`` has the result's shape and dtype.
 
     Returns

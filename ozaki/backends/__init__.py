@@ -10,7 +10,12 @@ import contextlib
 import importlib
 import threading
 
+from typing import TYPE_CHECKING
+
 from ..core.scope import scoped
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..core.backend import Backend
 
 __all__ = ["get_backend", "available_backends", "set_backend"]
 
@@ -33,12 +38,14 @@ def available_backends() -> list[str]:
     return list(_REGISTRY)
 
 
-def get_backend(backend=None):
+def get_backend(backend: "str | Backend | None" = None) -> "Backend":
     """The backend for ``backend``: a registered name, an object that implements
     :class:`ozaki.core.backend.Backend` (returned as is), or ``None``: the calling
     thread's default (:func:`set_backend`, else ``"cpu"``)."""
     if backend is None:
-        backend = getattr(_local, "default", None) or "cpu"
+        backend = getattr(_local, "default", None)
+        if backend is None:
+            backend = "cpu"
     if isinstance(backend, str):
         if backend not in _REGISTRY:
             raise ValueError(f"backend must be one of {available_backends()} or a backend "
@@ -50,20 +57,34 @@ def get_backend(backend=None):
         return got
     from ..core.backend import Backend
     if not isinstance(backend, Backend):
-        missing = [name for name in Backend.__protocol_attrs__ if not hasattr(backend, name)] \
-            if hasattr(Backend, "__protocol_attrs__") else []
+        needed = set(getattr(Backend, "__annotations__", {})) | {
+            name for name, v in vars(Backend).items() if callable(v) and not name.startswith("_")}
+        missing = [name for name in needed if not hasattr(backend, name)]
         raise TypeError(f"backend must be one of {available_backends()} or an object "
                         f"implementing ozaki.core.backend.Backend, got {type(backend).__name__}"
                         + (f" (missing {', '.join(sorted(missing))})" if missing else ""))
     return backend
 
 
-def set_backend(backend) -> contextlib.AbstractContextManager:
+def set_backend(backend: "str | Backend") -> contextlib.AbstractContextManager:
     """Make ``backend`` (a name or a backend object) the default of the calling thread's
     products in the block, in the style of :func:`scipy.fft.set_backend`.
 
     Calls that name a backend (``backend=``) use theirs. Local to the calling thread,
     restored on exit; the bits are the same on every backend.
+
+    Examples
+    --------
+    Parameters
+    ----------
+    backend : str or Backend
+        A name of :func:`available_backends` or an object implementing
+        :class:`ozaki.core.backend.Backend` (checked now: ``ValueError`` or
+        ``TypeError``).
+
+    Returns
+    -------
+    context manager
 
     Examples
     --------

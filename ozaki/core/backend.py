@@ -72,7 +72,9 @@ class Operand:
     def inner(self) -> int:
         return self.shape[2 - self.outer]
 
-    def _shifts(self, shift: np.ndarray):
+    def shifts(self, shift: np.ndarray):
+        """``(row, column)`` shifts of the bits' layout for per-line ``shift`` (b, lines):
+        the other side's zero."""
         b = shift.shape[0]
         other = self.bits.shape[2 - self.axis]
         zeros = np.zeros((b, other), np.int64)
@@ -100,14 +102,17 @@ class Backend(Protocol):
     #: The registry name (``"cpu"``, ``"numpy"``).
     name: str
     #: The array namespace of the backend's arrays (``numpy``; ``cupy`` on a GPU): the
-    #: phases allocate their planes, ratios and bounds with it.
+    #: phases allocate their planes, ratios and bounds with it. Per-line data (exponents,
+    #: shifts, counts: O(m + n)) and the decisions' small arrays stay numpy arrays on the
+    #: host; a device backend converts them where its passes read them.
     xp: Any
 
     # -- scheduling -----------------------------------------------------------
 
     def sized(self, elements: int) -> AbstractContextManager:
-        """Scope of one call whose largest plane has ``elements`` entries (small calls
-        may run their passes on the calling thread)."""
+        """Scope of one call whose largest pass has ``elements`` entries (of a plane; for
+        the small-product path, terms ``b m n k``): small calls may run their passes on
+        the calling thread."""
 
     def pass_threads(self) -> int:
         """Threads the passes may use now (1: the calling thread alone)."""
@@ -172,7 +177,8 @@ class Backend(Protocol):
     # -- passes over products -------------------------------------------------
 
     def reduce_into(self, acc, prod, p: int, first: bool, bound: int = 2 ** 53) -> None:
-        """``acc = smod(prod, p)`` (``first``) or ``acc = smod(acc + smod(prod, p), p)``."""
+        """``acc = smod(prod, p)`` (``first``) or ``acc += smod(prod, p)``: the k-blocks of
+        a modular product (``|acc| <= blocks * p / 2``, exact integers in FP64)."""
 
     def store(self, prod, p: int, out, bound: int = 2 ** 53) -> None:
         """``out = smod(prod, p)`` in ``out``'s small integer type (``|prod| <= bound``)."""
@@ -191,7 +197,7 @@ class Backend(Protocol):
     # -- the certificate ------------------------------------------------------
 
     def upper_rowmax(self, G, rF, cF, nA, nB):
-        """Row maxima (b, m) of the upper bound ``U`` (:func:`ozaki.core.certify.upper`)."""
+        """Row maxima (b, m) of the upper bound ``U = G + rF + cF + min(nA, nB)`` (:mod:`ozaki.core.scaling`)."""
 
     def upper_scaled_colmax(self, G, rF, cF, nA, nB, sigma):
         """Column maxima (K, b, n) of ``2**sigma_i U_ij`` for ``K`` sets of row shifts."""

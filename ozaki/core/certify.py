@@ -194,7 +194,7 @@ def componentwise(backend, G, rF, cF, nA, nB, e, f, scheme: str, counts, *, rati
     tau = tau.reshape((len(C),) + tau.shape[-2:])
     probes = np.array(np.broadcast_to(probe, len(C)), np.bool_)
     probes[0] &= ratio is None and bound is None
-    empty = np.zeros((0, 0, 0))
+    empty = backend.xp.zeros((0, 0, 0))
     rowmax, rowfail = backend.componentwise_ratios(
         G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, _SAFETY,
         empty if ratio is None else ratio, empty if bound is None else bound, probes)

@@ -22,7 +22,7 @@ each entry meets the accurate mode's target ``u |AB| + u |A||B|`` and, since
 ``(|A||B|)_ij <= ||a_i||_2 ||b_j||_2``, the fast mode's normwise one. The conditions
 are checked per entry from its row's and column's exponent range
 (:data:`SAFE`, :data:`UNDERFLOW`, :data:`OVERFLOW` below): an entry whose sums may overflow is computed by the exactly
-rounded dot product (:mod:`ozaki.backends.cpu.exactdot`), as the emulated path's overflow guard
+rounded dot product (the backend's ``exact_dot``), as the emulated path's overflow guard
 does; one whose products may underflow is uncertified, and the fallback policy decides
 (its exactly rounded value, Dot2's value without a bound, or an error); non-finite
 values follow exact arithmetic (:mod:`ozaki.core.special`), as on the emulated path.
@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .fallback import exact_bound, exact_entries
-from .kind import Kind
+from .kind import Kind, kind_of
 from .scope import scoped
 from .special import apply_nonfinite
 
@@ -58,9 +58,6 @@ __all__ = ["SMALL_WORK", "applies", "emulated_options", "enabled", "product", "S
 #: emulation of that product; a fixed constant, so the path never depends on the
 #: machine.
 SMALL_WORK = 2 ** 24
-#: Work (terms) from which the path may run its rows on several threads (about 30 us;
-#: the backend's :meth:`~ozaki.core.backend.Backend.sized` scope decides).
-PARALLEL_WORK = 2 ** 16
 _U = 2.0 ** -53
 
 #: Per-entry codes (:meth:`~ozaki.core.backend.Backend.small_lines`): Dot2 serves the
@@ -118,10 +115,13 @@ def emulated_options(scheme: str, m: int, k: int, n: int, complex_: bool = False
     exact fallback. For measurements of the emulation itself (the TME model's
     calibration, the SUMMA benchmark); the result meets the same contract.
     """
-    from .moduli import auto_num_moduli
-    if m * n * k * (4 if complex_ else 1) > SMALL_WORK:
+    from .moduli import SCHEMES, auto_num_moduli
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {', '.join(SCHEMES)}, got {scheme!r}")
+    kind = kind_of(complex_)
+    if m * n * k * kind.work > SMALL_WORK:
         return {}
-    return dict(num_moduli=auto_num_moduli(scheme, 2 * k if complex_ else k), fallback="exact")
+    return dict(num_moduli=auto_num_moduli(scheme, kind.width * k), fallback="exact")
 
 
 @dataclass
@@ -149,7 +149,8 @@ def product(backend, A: np.ndarray, B: np.ndarray, out: np.ndarray, bounds: bool
     """``out = A @ B`` for real stacks ``A`` (ba, m, k), ``B`` (bb, k, n), entry by entry.
 
     ``ba``/``bb`` are 1 (shared) or ``b = out.shape[0]``; ``k >= 1``. Rows run on
-    the backend's threads from :data:`PARALLEL_WORK` terms on.
+    the backend's threads where its :meth:`~ozaki.core.backend.Backend.sized` scope allows
+    (the ``cpu`` backend: from ``2**16`` terms on, about 30 us of work).
     Entries whose sums may overflow take the exactly rounded dot product; entries
     whose products may underflow are not certified, and ``policy`` says what
     happens to them: ``"exact"`` recomputes them with the exactly rounded dot
@@ -160,7 +161,7 @@ def product(backend, A: np.ndarray, B: np.ndarray, out: np.ndarray, bounds: bool
     B = np.ascontiguousarray(B, dtype=np.float64)
     b, m, n = out.shape
     k = A.shape[2]
-    with backend.sized(b * m * n * k):  # below PARALLEL_WORK terms: the calling thread
+    with backend.sized(b * m * n * k):  # terms: small ones stay on the calling thread
         # ``lines``: (codes, rare, abad, bbad) where already formed
         rare, lines = backend.dot2(A, B, out, lines=bounds)
         eb = None

@@ -275,7 +275,7 @@ def bound_data(backend, engine, pa, pb, la: Lines, lb: Lines, scheme: str, k: in
     # sums (any order), without forming the embedding's floors.
     backend.matmul(engine, FA, FB, q, q, G[..., :n])
     swapped = workspace(backend.xp).take("floors_swap", FA.shape, np.float32)
-    np.concatenate((FA[..., h:], FA[..., :h]), axis=-1, out=swapped)
+    backend.xp.concatenate((FA[..., h:], FA[..., :h]), axis=-1, out=swapped)
     backend.matmul(engine, swapped, FB, q, q, G[..., n:])
     return BoundData(Bound(r, G, rF, kind.tile(cF)), e, f, kept)
 

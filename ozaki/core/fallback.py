@@ -1,7 +1,8 @@
 """Entries the emulation does not deliver: the fallback and the overflow guard.
 
-Both are computed by the exactly rounded dot product of :mod:`ozaki.backends.cpu.exactdot`
-(a long fixed-point accumulator): the exact sum of the products, rounded once.
+Both are computed by the backend's exactly rounded dot product
+(:meth:`~ozaki.core.backend.Backend.exact_dot`; the ``cpu`` backend's is a long
+fixed-point accumulator): the exact sum of the products, rounded once.
 So a fallback entry is correctly rounded, finite whenever the exact result fits
 in FP64, ``+-inf`` with the right sign when it does not, and the same bits on
 every engine and for every thread count. Native BLAS is never used: its result

@@ -68,6 +68,8 @@ class OzakiInfo:
         products (:mod:`ozaki.core.compensated`; ``num_moduli`` and ``gemms`` are 0,
         ``exact_entries`` counts the entries that took the exactly rounded dot
         product instead).
+    backend : str
+        The backend that ran the call (``"cpu"``, ``"numpy"``: the same bits).
     traffic : ozaki.distributed.traffic.Traffic or None
         The bytes and messages this rank sent, by kind (distributed products
         only; ``None`` for serial ones).
@@ -94,6 +96,7 @@ class OzakiInfo:
     exact_entries: int = 0
     refined_block: tuple[int, int] = (0, 0)
     path: str = "emulated"
+    backend: str = "cpu"
     traffic: object | None = field(default=None, repr=False)
     error_bound: np.ndarray | None = field(default=None, repr=False)
     slice_moduli: np.ndarray | None = field(default=None, repr=False)
@@ -119,7 +122,7 @@ class OzakiInfo:
                    gemms=gemms + (dec.gemms if opts.mode == "accurate" else 0),
                    bound_kind=dec.kind, max_bound_ratio=float(dec.max_ratio.max(initial=0.0)),
                    uncertified=int(dec.uncertified.sum()), refined_block=dec.refined,
-                   error_bound=bound, slice_moduli=dec.counts)
+                   error_bound=bound, slice_moduli=dec.counts, backend=opts.backend.name)
 
     @property
     def certified(self) -> bool:

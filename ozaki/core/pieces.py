@@ -55,9 +55,9 @@ def piece_bytes(c: int, m: int, k: int, w: int, N: int, item: int, kind: Kind = 
 def piece_threads(backend, engine, pa, pb, s, t, pieces, moduli, k, kind) -> int:
     """Worker threads for the pieces of a product: 1 (the calling thread) or the pass threads.
 
-    Pieces run on worker threads when there are several, each with serial
-    passes (:meth:`~ozaki.backends.cpu.backend.CPUBackend.serial_passes`) and single-threaded
-    BLAS: on a few cores that beats alternating multithreaded GEMMs with
+    Pieces run on worker threads when there are several (the backend's
+    :meth:`~ozaki.core.backend.Backend.run_pieces`), each piece's passes on its
+    own thread: on a few cores that beats alternating multithreaded GEMMs with
     multithreaded passes, whose thread pools wait on each other. It takes real
     products whose residues the split pass serves and whose modular products
     need no k-blocking (every pass of a piece then has a serial form). Each entry

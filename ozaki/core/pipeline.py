@@ -10,7 +10,7 @@ One function, :func:`emulate`, runs a stack of ``b`` products ``C_g = A_g B_g``
    GEMM when an operand is shared and its shifts agree across the stack (exact
    either way, so the bits are those of the slice-by-slice products); the
    products are stored as small integers;
-3. **reconstruction** (CRT, :meth:`ozaki.backends.cpu.backend.CPUBackend.reconstruct`);
+3. **reconstruction** (CRT, the backend's :meth:`~ozaki.core.backend.Backend.reconstruct`);
 4. **what the emulation does not deliver** (:mod:`ozaki.core.fallback`,
    :mod:`ozaki.core.special`): exact fallback, overflow guard, non-finite values.
 

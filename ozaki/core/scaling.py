@@ -13,7 +13,7 @@ row exponent (``max_l |a_il| < 2**E_i``) and ``e_i = r - E_i``, the magnitudes
 ``k`` only (:func:`quantization_bits`), so every engine computes the same exact
 ``G = F_A F_B`` and all engines choose the same shifts. ``G`` is a **lower**
 bound of ``alpha beta`` (used by :mod:`ozaki.core.certify`), and
-``U = G + rF + cF + min(nA, nB)`` an **upper** bound (:func:`ozaki.backends.cpu.bounds.upper`).
+``U = G + rF + cF + min(nA, nB)`` an **upper** bound (the backend's ``upper_rowmax``).
 Since ``(|A||B|)_ij <= 2**-(e_i + f_j) U_ij``, the shifts ``s = e + sigma``,
 ``t = f + tau`` are safe when ``2**(sigma_i + tau_j) U_ij <= H``. We take
 ``sigma_i`` the largest with ``2**(2 sigma_i) max_j U_ij <= H`` (then

@@ -80,10 +80,12 @@ def check_operands(A, B, options: dict, kind: Kind, MPI):
         resolved["opts"] = options_of(*(options[k] for k in ("scheme", "num_moduli", "mode",
                                                           "engine", "fallback", "bounds",
                                                           "backend")))
+        # the backend each rank resolved (a thread's default may differ between ranks)
         return (tuple(A.shape), tuple(B.shape), (A.grid.P, A.grid.Q), (B.grid.P, B.grid.Q),
-                repr(sorted((k, str(getattr(v, "name", v))) for k, v in options.items())))
+                repr(sorted((k, str(getattr(v, "name", v))) for k, v in options.items())),
+                resolved["opts"].backend.name)
 
-    (M, K), (K2, N), ga, gb, _ = agree(grid.comm, check)
+    (M, K), (K2, N), ga, gb, _, _ = agree(grid.comm, check)
     opts = resolved["opts"]
     if ga != gb:
         raise ValueError(f"A is on a {ga[0]} x {ga[1]} grid, B on {gb[0]} x {gb[1]}")

@@ -20,8 +20,9 @@ import numpy as np
 
 from ...core.backend import Operand
 from ...core.moduli import modular_constants, short_bound
+from ...core.scope import scoped
 from ...core.scaling import fits_split
-from ..engines import ENGINES, BlasEngine, Engine, get_engine
+from ..host import HostEngines
 from . import bounds, dot2, exactdot, lines, parallel, reconstruct, residues
 
 __all__ = ["CPUBackend", "pow2mod", "MAX_EXPONENT"]
@@ -42,7 +43,7 @@ def pow2mod(p: int) -> np.ndarray:
     return tab
 
 
-class CPUBackend:
+class CPUBackend(HostEngines):
     """numpy arrays, numba passes, the CPU engines.
 
     The compiled passes release the GIL and run on :mod:`ozaki.backends.cpu.parallel`'s
@@ -51,7 +52,6 @@ class CPUBackend:
     """
 
     name = "cpu"
-    xp = np
     _local = threading.local()
     #: Below this many elements per pass, the passes run on the calling thread:
     #: waking the worker threads costs more than the pass (10 us against 30 us to
@@ -83,12 +83,8 @@ class CPUBackend:
         its thread, and the CRT of short exact products takes the kernel
         specialised per count (:func:`ozaki.backends.cpu.reconstruct.serial_kernel`).
         """
-        self._local.serial = True
-        try:
-            with parallel.limit(1):
-                yield
-        finally:
-            self._local.serial = False
+        with scoped(self._local, "serial", True), parallel.limit(1):
+            yield
 
     def _serial(self) -> bool:
         return getattr(self._local, "serial", False)
@@ -98,7 +94,10 @@ class CPUBackend:
         each running its pieces' passes alone (:meth:`serial_passes`).
 
         BLAS is left as the process has it (no thread limit, which would be
-        process-wide): on two cores the pieces measured the same either way.
+        process-wide): on two cores the pieces measured the same either way. A
+        piece's GEMMs are small (a piece stays in cache: ``CHUNK_BYTES``), where
+        OpenBLAS runs one thread per call by itself; on many cores with
+        multithreaded BLAS, ``ozaki.set_workers`` caps the workers.
         """
         if threads <= 1:
             return [piece(p) for p in pieces]
@@ -110,28 +109,9 @@ class CPUBackend:
         with ThreadPoolExecutor(threads) as pool:
             return list(pool.map(on_worker, pieces))
 
-    # -- engines ------------------------------------------------------------
-
-    def engine(self, engine: str | Engine | None, scheme: str | None) -> Engine:
-        """Resolve ``engine`` for ``scheme`` (``None``: the engine's preferred one)."""
-        return get_engine(engine, scheme)
-
-    def engine_names(self) -> list[str]:
-        return [name for name, cls in ENGINES.items() if cls().available()]
-
-    def matmul(self, engine: Engine, X, Y, amax: int, bmax: int, out):
-        """Exact ``out = X @ Y`` by ``engine`` (:meth:`ozaki.core.engine.Engine.matmul`)."""
-        return engine.matmul(X, Y, amax, bmax, out=out)
-
-    def exact_engine(self) -> Engine:
-        """The engine of the refinement's FP64 bound GEMMs."""
-        return BlasEngine()
+    # -- engines and operands: HostEngines ---------------------------------------
 
     # -- passes on operands -------------------------------------------------
-
-    def operand(self, X: np.ndarray, outer: int) -> Operand:
-        """``X`` (b, r, c) float64 as an :class:`~ozaki.core.backend.Operand`."""
-        return Operand(X, outer)
 
     def residue_pass(self, E, zero, shift) -> int:
         """:func:`~ozaki.backends.cpu.residues.fits_split`: 3 or 4 digits, 0 for the
@@ -167,7 +147,7 @@ class CPUBackend:
         Returns the planes; with ``sums``, also the exact FP64 sums of the floors
         along each line (b, lines), formed in the same pass.
         """
-        srow, scol = op._shifts(shift)
+        srow, scol = op.shifts(shift)
         acc = np.zeros((out.shape[0], op.lines) if sums else (0, 0), np.int64)
         lines.quantize_down(op.bits, srow, scol, out, acc, op.axis)
         # integers below 2**53: exact in FP64
@@ -192,7 +172,7 @@ class CPUBackend:
                 bits = bits[:, cols[0]:cols[1]]
             else:  # the block's columns, read in place from column j0 on
                 j0 = cols[0]
-        srow, scol = op._shifts(shift)
+        srow, scol = op.shifts(shift)
         if split:
             r1, r2 = residues.split_factors(srow)
             c1, c2 = residues.split_factors(scol)

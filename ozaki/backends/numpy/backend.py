@@ -18,17 +18,16 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ...core.backend import Operand
-from ...core.engine import Engine
 from ...core.moduli import CRTPlan
 from ...core.scaling import fits_split
-from ..engines import ENGINES, BlasEngine, get_engine
+from ..host import HostEngines
 from . import certificate, compensated, crt, exact, lines
 from . import residues as _residues
 
 __all__ = ["NumPyBackend"]
 
 
-class NumPyBackend:
+class NumPyBackend(HostEngines):
     """numpy arrays, numpy passes, the host engines; one thread.
 
     The reference for the other backends: each method is written from the maths of its
@@ -37,15 +36,10 @@ class NumPyBackend:
     """
 
     name = "numpy"
-    xp = np
 
     # -- scheduling -----------------------------------------------------------
 
     def sized(self, elements: int) -> AbstractContextManager:
-        """A no-op scope: the passes always run on the calling thread."""
-        return contextlib.nullcontext()
-
-    def serial_passes(self) -> AbstractContextManager:
         """A no-op scope: the passes always run on the calling thread."""
         return contextlib.nullcontext()
 
@@ -57,30 +51,9 @@ class NumPyBackend:
         """``[piece(p) for p in pieces]``, in order, on the calling thread."""
         return [piece(p) for p in pieces]
 
-    # -- engines --------------------------------------------------------------
-
-    def engine(self, engine: str | Engine | None, scheme: str | None) -> Engine:
-        """Resolve ``engine`` for ``scheme`` (``None``: the engine's preferred one)."""
-        return get_engine(engine, scheme)
-
-    def engine_names(self) -> list[str]:
-        """The host engines available on this machine."""
-        return [name for name, cls in ENGINES.items() if cls().available()]
-
-    def exact_engine(self) -> Engine:
-        """FP64 BLAS, the engine of the refinement's bound GEMMs."""
-        return BlasEngine()
-
-    def matmul(self, engine: Engine, X: np.ndarray, Y: np.ndarray, amax: int, bmax: int,
-               out: np.ndarray | None) -> np.ndarray:
-        """Exact ``out = X @ Y`` by ``engine`` (:meth:`ozaki.core.engine.Engine.matmul`)."""
-        return engine.matmul(X, Y, amax, bmax, out=out)
+    # -- engines and operands: HostEngines ---------------------------------------
 
     # -- passes over operands -------------------------------------------------
-
-    def operand(self, X: np.ndarray, outer: int) -> Operand:
-        """``X`` (b, r, c) float64 as an :class:`~ozaki.core.backend.Operand`."""
-        return Operand(X, outer)
 
     def line_stats(self, op: Operand) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(maxbits, bad, nnz)`` per line (:func:`ozaki.backends.numpy.lines.line_stats`)."""
