@@ -10,13 +10,13 @@ Remainder Theorem. Bitwise reproducible across engines and thread counts.
 
 from .api.arguments import MODES
 from .api.costs import exact_gemms, workspace_bytes
-from .api.facts import (Resolved, emulated_options, gemms_per_modulus, get_engine,
-                        get_workers, moduli, resolve_options, set_small_products, set_workers)
+from .api.facts import (Resolved, available_engines, emulated_options, gemms_per_modulus,
+                        get_engine, get_workers, moduli, resolve_options, set_small_products,
+                        set_workers)
 from .api.front import dgemm, gemm, zgemm
 from .api.prepared import PreparedOperand, prepare
 from .api.stacks import matmul
 from .backends import available_backends, set_backend
-from .backends.engines import available_engines
 from .core.certify import CertificationError
 from .core.engine import Engine
 from .core.info import PHASES, OzakiInfo

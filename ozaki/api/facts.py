@@ -10,14 +10,16 @@ import contextlib
 from typing import NamedTuple
 
 from ..backends.cpu import parallel
-from ..backends.engines import get_engine as _host_engine
+from ..backends import get_backend
 from ..core import compensated
+from ..core.backend import Backend
 from ..core.engine import Engine
 from ..core.moduli import MODULI
 from ..core.products import gemms_per_modulus as _per_modulus
 from .arguments import resolve
 
-__all__ = ["Resolved", "resolve_options", "get_engine", "moduli", "gemms_per_modulus",
+__all__ = ["Resolved", "resolve_options", "available_engines", "get_engine", "moduli",
+           "gemms_per_modulus",
            "set_workers", "get_workers", "set_small_products", "emulated_options"]
 
 
@@ -31,7 +33,8 @@ class Resolved(NamedTuple):
 
 
 def resolve_options(scheme: str = "auto", num_moduli: int | str = "auto",
-                    mode: str = "accurate", engine: str | Engine | None = "auto") -> Resolved:
+                    mode: str = "accurate", engine: str | Engine | None = "auto",
+                    backend: str | Backend | None = None) -> Resolved:
     """Check ``scheme``, ``num_moduli``, ``mode`` and ``engine`` as :func:`ozaki.dgemm` does.
 
     Raises the errors a product would raise with these options; returns them
@@ -44,11 +47,25 @@ def resolve_options(scheme: str = "auto", num_moduli: int | str = "auto",
     >>> ozaki.resolve_options(engine="cpu-int8").scheme
     'int8'
     """
-    return Resolved(*resolve(scheme, num_moduli, mode, engine))
+    return Resolved(*resolve(scheme, num_moduli, mode, engine, get_backend(backend)))
 
 
-def get_engine(engine: str | Engine | None = "auto", scheme: str | None = None) -> Engine:
-    """The host engine ``engine``, checked to run ``scheme``.
+def available_engines(backend: str | Backend | None = None) -> list[str]:
+    """Names of the engines ``backend`` runs on this machine (default: the calling
+    thread's backend, :func:`ozaki.set_backend`).
+
+    Examples
+    --------
+    >>> import ozaki
+    >>> "cpu-blas" in ozaki.available_engines()
+    True
+    """
+    return get_backend(backend).engine_names()
+
+
+def get_engine(engine: str | Engine | None = "auto", scheme: str | None = None,
+               backend: str | Backend | None = None) -> Engine:
+    """The engine ``engine`` of ``backend`` (default: the thread's), checked to run ``scheme``.
 
     Parameters
     ----------
@@ -57,6 +74,9 @@ def get_engine(engine: str | Engine | None = "auto", scheme: str | None = None) 
         (``cpu-blas``), or an :class:`ozaki.Engine` (returned as is).
     scheme : str, optional
         A scheme the engine must run (``None``: no check).
+    backend : str or Backend, optional
+        Whose engines (a backend owns its engines; both host backends run
+        :mod:`ozaki.backends.engines`).
 
     Returns
     -------
@@ -67,7 +87,7 @@ def get_engine(engine: str | Engine | None = "auto", scheme: str | None = None) 
     ValueError
         An unknown or unavailable engine, or one that does not run ``scheme``.
     """
-    return _host_engine(engine, scheme)
+    return get_backend(backend).engine(engine, scheme)
 
 
 def moduli(scheme: str) -> tuple[int, ...]:
@@ -100,7 +120,7 @@ def gemms_per_modulus(scheme: str, engine: str | Engine | None = "auto") -> int:
     ----------
     scheme : {"int8", "fp8", "fp64"}
     engine : str or Engine, optional
-        As for :func:`get_engine` (it must run ``scheme``).
+        As for :func:`get_engine` (it must run ``scheme``; the thread's backend's).
 
     Returns
     -------
