@@ -73,8 +73,6 @@ def set_backend(backend: "str | Backend") -> contextlib.AbstractContextManager:
     Calls that name a backend (``backend=``) use theirs. Local to the calling thread,
     restored on exit; the bits are the same on every backend.
 
-    Examples
-    --------
     Parameters
     ----------
     backend : str or Backend
