@@ -8,6 +8,12 @@
   small transform or a few outputs of a large one.
 * :func:`agreement` - how far the long-double reference is from the direct one:
   the campaign's cross-check, part of the report.
+
+The DCT and DST (:data:`~validation.fft.cases.R2R`) take the same long-double
+reference, ``scipy.fft.dct`` and the rest on ``np.longdouble`` input (pocketfft's
+real-to-real transforms, computed in long double); their direct sums are in
+:mod:`validation.fft.r2r` (:data:`~validation.fft.r2r.SMALL_CHECKS`: every type,
+forward and inverse, every norm).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import mpmath
 import numpy as np
 import scipy.fft as sfft
 
-from .cases import HALF_INPUT, REAL_INPUT
+from .cases import HALF_INPUT, R2R, REAL_INPUT
 
 PREC = 113  # mpmath's working precision for the direct DFT (bits)
 MIN_MANTISSA = 63  # np.finfo(np.longdouble).nmant needed (x86-64 extended: 63)
@@ -35,8 +41,11 @@ def check_long_double() -> int:
     return nmant + 1
 
 
-def call(mod, transform: str, x: np.ndarray, shape: tuple):
-    """``mod``'s transform of ``x`` (``mod``: ``scipy.fft`` or the ``fft`` package)."""
+def call(mod, transform: str, x: np.ndarray, shape: tuple, **options):
+    """``mod``'s transform of ``x`` (``mod``: ``scipy.fft`` or the ``fft`` package);
+    ``options``: a DCT/DST's ``type`` and ``norm``."""
+    if transform in R2R:
+        return getattr(mod, transform)(x, type=options["type"], norm=options.get("norm"))
     if transform in HALF_INPUT:
         return getattr(mod, transform)(x, n=shape[0])
     if transform == "roundtrip":
@@ -44,12 +53,13 @@ def call(mod, transform: str, x: np.ndarray, shape: tuple):
     return getattr(mod, transform)(x)
 
 
-def long_double(transform: str, x: np.ndarray, shape: tuple) -> np.ndarray:
+def long_double(transform: str, x: np.ndarray, shape: tuple, **options) -> np.ndarray:
     """The reference: scipy.fft in long double (``x`` itself for ``roundtrip``)."""
     if transform == "roundtrip":
         return x.astype(np.clongdouble)
-    wide = x.astype(np.longdouble if transform in REAL_INPUT else np.clongdouble)
-    return call(sfft, transform, wide, shape)
+    real = transform in REAL_INPUT or transform in R2R
+    wide = x.astype(np.longdouble if real else np.clongdouble)
+    return call(sfft, transform, wide, shape, **options)
 
 
 # -- the direct DFT in mpmath --------------------------------------------------

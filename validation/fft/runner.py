@@ -23,7 +23,7 @@ import ozaki
 from .. import report as render
 from ..options import campaign_parser
 from . import campaign, cases as families, report
-from .reference import SMALL_CHECKS, check_long_double
+from .reference import check_long_double
 
 
 def run(cases, tier: str, progress: bool = True) -> dict:
@@ -31,7 +31,7 @@ def run(cases, tier: str, progress: bool = True) -> dict:
     bits = check_long_double()
     t0 = time.perf_counter()
     results = []
-    with tqdm(total=len(SMALL_CHECKS) + len(cases), unit="case", file=sys.stderr,
+    with tqdm(total=campaign.reference_check_count() + len(cases), unit="case", file=sys.stderr,
               dynamic_ncols=True, disable=not progress) as bar:
         bar.set_description("reference checks")
         checks = campaign.reference_checks(bar.update)
@@ -40,6 +40,7 @@ def run(cases, tier: str, progress: bool = True) -> dict:
             results.append(campaign.run_case(c))
             bar.update(1)
     failures = campaign.reference_failures(checks) + [f for r in results for f in r["failures"]]
+    failures += campaign.tier_failures(results, tier)
     known = [f for r in results for f in r["known_issues"]]
     return _strict({
         "meta": {"tier": tier, "seconds": time.perf_counter() - t0, "ozaki": ozaki.__version__,
@@ -47,7 +48,7 @@ def run(cases, tier: str, progress: bool = True) -> dict:
                  "mpmath": mpmath.__version__, "python": platform.python_version(),
                  "machine": platform.machine(), "u": 2.0 ** -53, "long_double_bits": bits},
         "reference_checks": checks, "cases": results, "failures": failures,
-        "known_issues": known})
+        "known_issues": known, "r2r": campaign.r2r_summary(results)})
 
 
 def write(res: dict, out: Path, docs: str | None = None) -> None:
