@@ -13,7 +13,7 @@ $(VENV)/.stamp-base: setup.cfg pyproject.toml
 	touch $@
 
 $(VENV)/.stamp-test: $(VENV)/.stamp-base
-	$(PIP) install -q -e ".[test,docs,mpi]"
+	$(PIP) install -q -e ".[test,docs,mpi,onednn]"
 	touch $@
 
 demo: $(VENV)/.stamp-base

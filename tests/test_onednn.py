@@ -26,8 +26,9 @@ from ozaki.backends.onednn import INSTALL_HINT, OneDNNEngine
 from validation.reference import test_matrix
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-AVAILABLE = OneDNNEngine().available()
-needs_onednn = pytest.mark.skipif(not AVAILABLE, reason=f"cpu-onednn: {OneDNNEngine().reason}")
+_PROBE = OneDNNEngine()
+AVAILABLE = _PROBE.available()
+needs_onednn = pytest.mark.skipif(not AVAILABLE, reason=f"cpu-onednn: {_PROBE.reason}")
 ENCODINGS = ["auto", "split"]
 
 
@@ -372,6 +373,8 @@ _ISA_CHECK = """
     rng = np.random.default_rng(3)
     ok = True
     for X, Y in [(np.full((3, 5000), 127.0), np.full((5000, 4), -128.0)),
+                 (np.full((1, 4001), 127.0), np.full((4001, 5), -128.0)),   # GEMV shapes
+                 (np.full((6, 4001), -128.0), np.full((4001, 1), 127.0)),
                  (np.full((2, 131072), -128.0), np.full((131072, 3), -128.0)),
                  (rng.integers(-128, 128, (67, 301)).astype(float),
                   rng.integers(-128, 128, (301, 65)).astype(float))]:
@@ -402,42 +405,50 @@ def test_exact_on_the_kernels_of_each_instruction_set(isa):
         assert not info["vnni"]
 
 
+_FORK = """
+    import hashlib, json, multiprocessing as mp, sys
+    import numpy as np
+    import ozaki
+    from ozaki.backends.onednn import OneDNNEngine
+
+    def product():
+        rng = np.random.default_rng(5)
+        X = rng.integers(-128, 128, (2, 300, 400)).astype(float)
+        Y = rng.integers(-128, 128, (400, 350)).astype(float)
+        A, B = rng.standard_normal((40, 500)), rng.standard_normal((500, 30))
+        C = OneDNNEngine().matmul(X, Y, 128, 128)
+        D = ozaki.dgemm(A, B, scheme="int8", engine="cpu-onednn")
+        return [hashlib.sha256(M.tobytes()).hexdigest() for M in (C, D)]
+
+    def child(q):
+        q.put(product())
+
+    used_first = sys.argv[1] == "used"
+    parent = product() if used_first else None  # OpenMP teams ran before the fork
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=child, args=(q,))
+    p.start()
+    p.join(60)
+    hung = p.is_alive()
+    if hung:
+        p.kill()
+    got = None if hung else q.get(timeout=10)
+    parent = parent or product()
+    print(json.dumps({"hung": hung, "code": p.exitcode, "same": got == parent}))
+"""
+
+
 @needs_onednn
 @pytest.mark.slow
-def test_a_forked_child_gives_the_parents_bits():
+@pytest.mark.parametrize("when", ["used", "unused"])
+def test_a_forked_child_gives_the_parents_bits(when):
     """A child forked after oneDNN ran an OpenMP team would hang at its first call
-    with the parent's thread count; the engine runs it on one thread there."""
-    got = _python("""
-        import hashlib, json, multiprocessing as mp
-        import numpy as np
-        import ozaki
-        from ozaki.backends import onednn
-        from ozaki.backends.onednn import OneDNNEngine
-
-        def product():
-            rng = np.random.default_rng(5)
-            X = rng.integers(-128, 128, (2, 300, 400)).astype(float)
-            Y = rng.integers(-128, 128, (400, 350)).astype(float)
-            A, B = rng.standard_normal((40, 500)), rng.standard_normal((500, 30))
-            C = OneDNNEngine().matmul(X, Y, 128, 128)
-            D = ozaki.dgemm(A, B, scheme="int8", engine="cpu-onednn")
-            return [hashlib.sha256(M.tobytes()).hexdigest() for M in (C, D)]
-
-        def child(q):
-            q.put((product(), onednn._library().omp_get()))
-
-        parent = product()
-        ctx = mp.get_context("fork")
-        q = ctx.Queue()
-        p = ctx.Process(target=child, args=(q,))
-        p.start()
-        p.join(60)
-        hung = p.is_alive()
-        if hung:
-            p.kill()
-        got, threads = (None, None) if hung else q.get(timeout=10)
-        print(json.dumps({"hung": hung, "code": p.exitcode, "same": got == parent,
-                          "child_threads": threads,
-                          "parent_threads": onednn._library().omp_get()}))
-    """, timeout=180)
+    with the parent's thread count; the engine runs it on one thread there. Also
+    when the parent had not used (nor loaded) the library before the fork."""
+    full = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(_FORK), when],
+                          capture_output=True, text=True, timeout=180, env=full, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
     assert not got["hung"] and got["code"] == 0 and got["same"], got

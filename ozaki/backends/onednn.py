@@ -66,16 +66,21 @@ Threads and ``fork``
 --------------------
 The library runs on GNU OpenMP. A process forked after oneDNN ran an OpenMP team
 (``multiprocessing`` with the ``fork`` start method) **hangs** in the child's
-first oneDNN call (the team's threads do not exist there; measured). So a call
-from a process other than the one that loaded the library runs oneDNN on one
-thread, where it opens no OpenMP team (measured: the child then gives the
-parent's bits). In the loading process a call runs on at most
-:func:`ozaki.backends.cpu.parallel.threads` threads (:func:`ozaki.set_workers`)
-and at most ``omp_get_max_threads()``. The count is set with
+first oneDNN call with the parent's thread count (the team's threads do not
+exist there; measured with oneDNN 3.2 and libgomp). So in a process forked from
+the one that imported this module, every call runs oneDNN on one thread, where
+it opens no OpenMP team (measured: the child then gives the parent's bits). Not
+covered: a child forked before ``import ozaki`` from a parent whose *own* code
+ran GNU OpenMP teams on the forking thread (it cannot be detected).
+
+Elsewhere a call runs on at most :func:`ozaki.backends.cpu.parallel.threads`
+threads (:func:`ozaki.set_workers`) and at most ``omp_get_max_threads()``
+(``OMP_NUM_THREADS``, ``threadpoolctl``). The count is set with
 ``omp_set_num_threads`` only when it differs, and restored right after the call:
 GNU OpenMP keeps it per calling thread (the ``nthreads-var`` ICV of the thread's
-implicit task), so no other thread, and nothing after the call, sees a change; no
-environment variable is read or written.
+implicit task), so no other thread, and nothing after the call, sees a change.
+This module reads and writes no environment variable (oneDNN itself reads its
+``ONEDNN_*`` ones, such as ``ONEDNN_MAX_CPU_ISA``).
 """
 
 from __future__ import annotations
@@ -117,6 +122,9 @@ _ISA_NAMES = {0x0: "default", 0x1: "sse41", 0x3: "avx", 0x7: "avx2", 0xf: "avx2_
               0xfef: "avx512_core_amx", 0x1fef: "avx512_core_amx_fp16"}
 #: In oneDNN 3 the AVX2 levels with VNNI have bit 0x8 and the AVX-512 ones bit 0x40.
 _VNNI_BITS = 0x48
+
+#: The process that imported this module: a call from any other is in a forked child.
+_IMPORT_PID = os.getpid()
 
 
 class OneDNNUnavailable(RuntimeError):
@@ -192,7 +200,6 @@ class _Library:
             self.omp_set.restype = None
         except AttributeError:
             self.omp_get = self.omp_set = None
-        self.pid = os.getpid()
         self._co = np.zeros(1, np.int32)  # the fixed C offset, zero
         self.vnni_isa = v.major == 3 and bool(self.isa & _VNNI_BITS) and self.isa >= 0xf
         if not self._probe("split"):  # the kernels' arithmetic, or the binding, is off
@@ -233,7 +240,7 @@ class _Library:
             B = np.full((k, n), -128, np.int8)
             B[2::5] = rng.integers(-128, 128, (len(range(2, k, 5)), n))
             C = np.empty((m, n), np.int32)
-            with self.threads():
+            with _omp_threads(self, follow_workers=False):
                 self.call(A, B, C, ao)
             if not np.array_equal(C, want_a @ B.astype(np.int64)):
                 return False
@@ -241,15 +248,19 @@ class _Library:
 
 
 @contextlib.contextmanager
-def _omp_threads(lib: _Library) -> Iterator[None]:
-    """Run the block's oneDNN calls on the calling thread's count (see the module docstring)."""
-    if lib.omp_set is None:
+def _omp_threads(lib: _Library, follow_workers: bool = True) -> Iterator[None]:
+    """Run the block's oneDNN calls on one thread in a forked child, else on the calling
+    thread's count (``follow_workers``) or OpenMP's (module docstring, "Threads and fork")."""
+    forked = os.getpid() != _IMPORT_PID
+    if lib.omp_set is None or not (forked or follow_workers):
         yield
         return
-    from .cpu import parallel
     have = int(lib.omp_get())
-    # a forked child must open no OpenMP team: the parent's team threads are gone
-    want = 1 if os.getpid() != lib.pid else max(1, min(have, parallel.threads()))
+    if forked:  # open no OpenMP team: the parent's team threads are gone here
+        want = 1
+    else:
+        from .cpu import parallel
+        want = max(1, min(have, parallel.threads()))
     if want == have:
         yield
         return
@@ -261,12 +272,21 @@ def _omp_threads(lib: _Library) -> Iterator[None]:
 
 
 _loaded: dict[str | None, _Library | str] = {}
+_paths: dict = {}
 _load_lock = threading.Lock()
 
 
 def _library() -> _Library:
-    """The library, loaded at the first call (per path); raises :class:`OneDNNUnavailable`."""
-    path = library_path()
+    """The library, loaded at the first call; raises :class:`OneDNNUnavailable`.
+
+    The path is looked up once per process (per :func:`library_path` function: a
+    test may replace it), the library loaded once per path.
+    """
+    finder = library_path
+    try:
+        path = _paths[finder]
+    except KeyError:
+        path = _paths.setdefault(finder, finder())
     got = _loaded.get(path)
     if got is None:
         with _load_lock:
@@ -274,7 +294,7 @@ def _library() -> _Library:
             if got is None:
                 if path is None:
                     got = (f"oneDNN is not installed (no package {DISTRIBUTION!r} with "
-                           f"libdnnl.so); install it: {INSTALL_HINT}")
+                           f"libdnnl.so; wheels for x86-64 Linux); install it: {INSTALL_HINT}")
                 else:
                     try:
                         got = _Library(path)
@@ -485,6 +505,10 @@ class OneDNNEngine(Engine):
         return kb if self.max_kblock is None else min(kb, self.max_kblock)
 
     def _block(self, X, Y, out, bound):
+        """``out = X @ Y`` for one block (``k <= kblock``): encode both operands (one
+        checked pass each), one oneDNN GEMM per stack slice (one for a whole stack
+        that shares ``Y``) into INT32, then one pass into ``out`` (FP64 or FP32,
+        strided allowed); every step exact (module docstring)."""
         if out.size == 0:
             return
         m, k = X.shape[-2:]
