@@ -11,6 +11,9 @@ engine          operands and accumulator               exact block
 ``cpu-fp8``     FP8 E4M3 (integers ``|x| <= 16``),      ``sum |x||y| <= 2**24``
                 FP32 accumulation (tensor-core model)   (65536 products of 256)
 ``cpu-int8``    INT8, INT32 accumulation                ``sum |x||y| <= 2**31 - 1``
+``cpu-onednn``  INT8 through oneDNN's integer GEMM      k-blocks whose INT32 sums
+                (:mod:`ozaki.backends.onednn`, the      cannot wrap, pair sums that
+                ``onednn`` extra)                       cannot saturate
 ==============  =====================================  ==========================
 """
 

@@ -23,7 +23,7 @@ from .runner import check_statistic, summarise
 __all__ = ["RateFit", "bound_gemm_s", "fit_calibration", "fit_rate", "refit"]
 
 #: Schemes a simulation engine is recorded under.
-_SIM_SCHEMES = {"cpu-fp8": ("fp8",), "cpu-int8": ("int8", "fp8")}
+_SIM_SCHEMES = {"cpu-fp8": ("fp8",), "cpu-int8": ("int8", "fp8"), "cpu-onednn": ("int8", "fp8")}
 
 
 @dataclass(frozen=True)

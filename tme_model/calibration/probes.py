@@ -49,7 +49,7 @@ QUICK_SIM_SIZES: tuple[int, ...] = (48, 96)
 #: ``ozaki.PHASES`` (checked by :func:`ozaki_names`).
 FIT_PHASES: tuple[str, ...] = ("scaling", "residues", "products", "reconstruction")
 #: Operand bound of the integer-valued test matrices per engine (residues or digits).
-_ENGINE_AMAX = {"cpu-blas": 127, "cpu-fp8": 16, "cpu-int8": 127}
+_ENGINE_AMAX = {"cpu-blas": 127, "cpu-fp8": 16, "cpu-int8": 127, "cpu-onednn": 127}
 
 
 def ozaki_names() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
