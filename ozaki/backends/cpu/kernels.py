@@ -62,14 +62,7 @@ def smod(y, p, pinv, c26):
     yh = round_int(y * _TWO_M26)
     yl = y - yh * _TWO26
     t = yh - p * round_int(yh * pinv)
-    z = t * c26 + yl
-    r = z - p * round_int(z * pinv)
-    hi = np.floor((p - 1.0) * 0.5)
-    if r > hi:
-        r -= p
-    elif r < hi - p + 1.0:
-        r += p
-    return r
+    return smod_short(t * c26 + yl, p, pinv)  # |t c26 + yl| < 2**45
 
 
 @nb.njit(inline="always")
