@@ -289,3 +289,25 @@ if __name__ == "__main__":
         sys.exit("usage: python tests/test_golden.py --update  (rewrites golden_digests.json)")
     GOLDEN.write_text(json.dumps(_compute(), indent=1, sort_keys=True) + "\n")
     print(f"wrote {GOLDEN}")
+
+
+@pytest.mark.parametrize("engine", ["cpu-onednn"])
+def test_other_engines_reproduce_the_golden_digests(engine):
+    # an engine outside the sets gives the digests of cpu-blas for the schemes it runs
+    import ozaki
+    eng = ozaki.get_engine(engine) if engine in ozaki.available_engines() else None
+    if eng is None or not eng.available():
+        pytest.skip(f"{engine} is not available: {getattr(eng, 'reason', 'not installed')}")
+    want = json.loads(GOLDEN.read_text())["emulated"]
+    A, B = _operands(1, 70, 90, 50)
+    checked = 0
+    for scheme in eng.schemes:
+        for mode in ozaki.MODES:
+            for count in ("auto", 7):
+                C, info = ozaki.dgemm(A, B, scheme=scheme, mode=mode, engine=engine,
+                                      num_moduli=count, bounds=True)
+                key = f"dgemm/{scheme}/{mode}/cpu-blas/{count}"
+                assert _digest(C) == want[key], key
+                assert _digest(info.error_bound) == want[key + "/bound"], key
+                checked += 1
+    assert checked >= 4
