@@ -452,3 +452,128 @@ def test_a_forked_child_gives_the_parents_bits(when):
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert not got["hung"] and got["code"] == 0 and got["same"], got
+
+
+# --- the integer data path: int8 planes, INT32 products --------------------------
+
+def _int8_planes(rng, shape, fill):
+    if fill == "min":
+        return np.full(shape, -128, np.int8)
+    if fill == "max":
+        return np.full(shape, 127, np.int8)
+    if fill == "alternate":
+        return np.where(np.indices(shape).sum(0) % 2, 127, -128).astype(np.int8)
+    return rng.integers(-128, 128, shape).astype(np.int8)
+
+
+@needs_onednn
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@pytest.mark.parametrize("fill", ["min", "max", "alternate", "random"])
+def test_int8_operands_and_int32_out_are_exact(encoding, fill, rng):
+    """The backend's own types: int8 planes in, INT32 out, at the int8 extremes, on
+    strided, transposed and stacked layouts and in k-blocks summed in INT32."""
+    eng = OneDNNEngine(encoding=encoding)
+    X = _int8_planes(rng, (3, 33, 257), fill)
+    Y = -_int8_planes(rng, (257, 31), fill).astype(np.int16)  # -(-128) leaves int8
+    Y = np.clip(Y, -128, 127).astype(np.int8)
+    want = exact(X, Y)
+    X0, Y0 = X.copy(), Y.copy()
+    for x, y in ((X, Y), (X[:, ::2, ::-1], Y[::-1, 1::3]), (X[0].T.copy().T, Y[:, :5]),
+                 (X.transpose(0, 2, 1).copy().transpose(0, 2, 1), np.asfortranarray(Y))):
+        ref = exact(x, y)
+        out = np.full(ref.shape, -1, np.int32)
+        assert eng.matmul(x, y, 128, 128, out=out) is out
+        assert np.array_equal(out, ref)
+        assert np.array_equal(eng.matmul(x, y, 128, 128), ref)  # FP64 out from int8 in
+    out = np.empty(want.shape, np.int32)
+    strided = np.full(want.shape[:-1] + (62,), 7, np.int32)
+    for e in (OneDNNEngine(max_kblock=7, encoding=encoding), eng):
+        assert np.array_equal(e.matmul(X, Y, 128, 128, out=out), want)
+        e.matmul(X, Y, 128, 128, out=strided[..., ::2])
+        assert np.array_equal(strided[..., ::2], want) and (strided[..., 1::2] == 7).all()
+    assert np.array_equal(X, X0) and np.array_equal(Y, Y0)  # the operands are not written
+
+
+@needs_onednn
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_int32_out_on_its_limit_and_refused_beyond(encoding):
+    """``k amax bmax <= 2**31 - 1`` is the INT32 out's contract: at k = 131071 every
+    entry -128 gives 131071 * 2**14 = 2**31 - 2**14 exactly (over two offset blocks)."""
+    eng = OneDNNEngine(encoding=encoding)
+    k = (2 ** 31 - 1) // 2 ** 14
+    X = np.full((2, k), -128, np.int8)
+    Y = np.full((k, 2), -128, np.int8)
+    Y[::2, 1] = 127
+    out = np.empty((2, 2), np.int32)
+    assert np.array_equal(eng.matmul(X, Y, 128, 128, out=out), exact(X, Y))
+    assert out[0, 0] == 2 ** 31 - 2 ** 14
+    X2 = np.full((2, k + 1), -128, np.int8)
+    with pytest.raises(ValueError, match="int32 out"):
+        eng.matmul(X2, np.full((k + 1, 2), -128, np.int8), 128, 128, out=out)
+    with pytest.raises(ValueError, match="int32 out"):  # FP64 engines keep FP64 products
+        BlasEngine().matmul(X[:, :10].astype(float), Y[:10].astype(float), 128, 128,
+                            out=np.empty((2, 2), np.int32))
+
+
+def test_the_backends_choose_the_integer_types():
+    """The CPU backend keeps int8 planes and INT32 products for an integer engine whose
+    range holds the residues; FP64 elsewhere; the NumPy reference always FP64."""
+    from ozaki.backends import get_backend
+    from ozaki.core.moduli import MODULI
+    cpu, ref = get_backend("cpu"), get_backend("numpy")
+    eng = OneDNNEngine()
+    int8, fp8, fp64 = MODULI["int8"], MODULI["fp8"], MODULI["fp64"]
+    assert cpu.plane_dtype(eng, int8) == np.int8
+    assert cpu.plane_dtype(eng, fp8) == np.float64        # digits: moduli above 256
+    assert cpu.plane_dtype(BlasEngine(), int8) == np.float64
+    assert cpu.product_dtype(eng, 2 ** 31 - 1) == np.int32
+    assert cpu.product_dtype(eng, 2 ** 31) == np.float64
+    assert cpu.product_dtype(BlasEngine(), 10) == np.float64
+    assert ref.plane_dtype(eng, int8) == np.float64 and ref.product_dtype(eng, 10) == np.float64
+    assert max(fp64) > 256
+
+
+@needs_onednn
+@pytest.mark.parametrize("k", [131071, 131072])
+def test_products_across_the_int32_threshold_equal_cpu_blas(k, rng):
+    """At ``k 128**2 <= 2**31 - 1`` the pieces keep INT32 products, one more term and they
+    keep FP64 ones: the bits are cpu-blas's (and the NumPy reference's) on both sides."""
+    A = rng.standard_normal((2, k))
+    B = rng.standard_normal((k, 3))
+    A[0, ::7] *= 2.0 ** 40  # spread, so that the residues cover the range
+    want = ozaki.dgemm(A, B, scheme="int8", engine="cpu-blas", num_moduli=16)
+    for backend in ("cpu", "numpy"):
+        got = ozaki.dgemm(A, B, scheme="int8", engine="cpu-onednn", num_moduli=16,
+                          backend=backend)
+        assert np.array_equal(bits(got), bits(want)), backend
+
+
+@needs_onednn
+def test_prepared_operands_keep_planes_per_type(rng):
+    """A prepared operand with kept residues serves FP64 and int8 engines alternately
+    with the bits of unprepared calls (the planes are kept per dtype)."""
+    A = rng.standard_normal((64, 300))
+    Bs = [rng.standard_normal((300, 40)) for _ in range(2)]
+    P = ozaki.prepare(A, side="left")
+    for B in Bs:
+        for eng in ("cpu-onednn", "cpu-blas", "cpu-onednn"):
+            got = ozaki.dgemm(P, B, scheme="int8", engine=eng)
+            want = ozaki.dgemm(A, B, scheme="int8", engine="cpu-blas")
+            assert np.array_equal(bits(got), bits(want)), eng
+
+
+@needs_onednn
+def test_workspace_of_the_integer_types(rng):
+    """``ozaki.workspace_bytes`` counts int8 planes (as many moduli a pass as fit 32 MiB)
+    and INT32 products on the CPU backend, FP64 on the NumPy reference: what calls take."""
+    m = k = n = 700
+    A, B = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    kw = dict(scheme="int8", engine="cpu-onednn", mode="fast")
+    _, info = ozaki.dgemm(A, B, return_info=True, **kw)
+    kw.pop("mode")
+    ints = ozaki.workspace_bytes(m, n, k, num_moduli=info.num_moduli, **kw)
+    floats = ozaki.workspace_bytes(m, n, k, num_moduli=info.num_moduli, backend="numpy", **kw)
+    assert info.workspace_bytes == ints
+    N = info.num_moduli  # all N planes of both operands (N 980000 bytes) fit 32 MiB in int8
+    assert ints == N * (m * k + k * n) + 4 * m * n + N * m * n
+    assert floats == 8 * (m * k + k * n) * 4 + 8 * m * n + N * m * n  # 4 FP64 planes a pass

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backends import get_backend
 from ..core.engine import Engine
 from ..core.moduli import MODULI, auto_num_moduli, residue_dtype
 from ..core.pieces import column_block, piece_bytes
+from ..core.pipeline import number_types
 from ..core.products import product_calls
 from ..core.scaling import quantization_bits
 from .arguments import resolve
@@ -53,27 +55,33 @@ def exact_gemms(k: int, *, scheme: str = "fp64", num_moduli: int = 6, mode: str 
 
 
 def workspace_bytes(m: int, n: int, k: int, *, scheme: str = "fp64",
-                    num_moduli: int | str = "auto", engine=None) -> int:
+                    num_moduli: int | str = "auto", engine=None, backend=None) -> int:
     """Bytes of workspace that ``dgemm`` of an (m, k) by (k, n) product takes.
 
     For ``num_moduli="auto"`` the count is data-dependent; this gives the size
     for the typical count (16, 13, 6 at ``k <= 4096``). A product small enough
     keeps its N residue planes per operand and its N exact products in FP64
     (about ``8 N (m k + k n + m n)`` bytes, at most a few tens of MiB); a large
-    one holds one FP64 residue plane per operand (``m k + k n`` doubles), one
-    FP64 product plane (``m n``) and the N modular products as small integers
-    (``N m n`` elements of 1, 2 or 4 bytes for the int8, fp8 and fp64 schemes):
-    for the fp64 scheme with 6 moduli and ``m = n = k``, ``6 n**2`` doubles (the
-    result adds one more). A wide product with a small ``A`` runs in blocks of
-    columns and needs only a block's share. Simulation engines and k-blocking
-    add their own temporaries.
+    one holds the residue planes of as many moduli as fit 32 MiB (at least one
+    per operand, ``m k + k n`` entries), one product plane (``m n``) and the N
+    modular products as small integers (``N m n`` elements of 1, 2 or 4 bytes for
+    the int8, fp8 and fp64 schemes): for the fp64 scheme with 6 moduli and
+    ``m = n = k >= 1449``, ``6 n**2`` doubles (the result adds one more). Planes
+    and products are FP64 (8 bytes an entry), or on an integer engine of the CPU
+    backend (``cpu-onednn``) int8 planes and INT32 products (1 and 4 bytes). A
+    wide product with a small ``A`` runs in blocks of columns and needs only a
+    block's share. Simulation engines and k-blocking add their own temporaries.
+    ``backend`` is whose types count (default: the calling thread's).
     """
     for name, v in (("m", m), ("n", n), ("k", k)):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
-    scheme, num_moduli, _, _ = resolve(scheme, num_moduli, "accurate", engine)
+    scheme, num_moduli, _, eng = resolve(scheme, num_moduli, "accurate", engine)
     if num_moduli == "auto":
         num_moduli = auto_num_moduli(scheme, k)
-    item = residue_dtype(MODULI[scheme][:num_moduli]).itemsize
+    moduli = MODULI[scheme][:num_moduli]
+    item = residue_dtype(moduli).itemsize
+    plane, product = number_types(get_backend(backend), eng, moduli, k)
     w = column_block(None, m, k, n, num_moduli)
-    return piece_bytes(1, m, k, w, num_moduli, item, blocked=w < n)
+    return piece_bytes(1, m, k, w, num_moduli, item, blocked=w < n, plane=plane.itemsize,
+                       product=product.itemsize)

@@ -379,6 +379,8 @@ def _combine_rows(t0, t1, C, out, split):
                 out[g, i, j] = C[g, i, j]
 
 
+_OUTSIDE = "operand outside the int8 range [-128, 127] or not integer-valued"
+
 _kernels: SimpleNamespace | None = None
 _kernels_lock = threading.Lock()
 
@@ -450,6 +452,7 @@ class OneDNNEngine(Engine):
     accumulator_max = _INT32_MAX
     schemes = ("int8", "fp8")
     preferred_scheme = "int8"
+    integer_operands = True
 
     def __init__(self, max_kblock: int | None = None, encoding: str = "auto"):
         super().__init__(max_kblock)
@@ -505,10 +508,16 @@ class OneDNNEngine(Engine):
         return kb if self.max_kblock is None else min(kb, self.max_kblock)
 
     def _block(self, X, Y, out, bound):
-        """``out = X @ Y`` for one block (``k <= kblock``): encode both operands (one
-        checked pass each), one oneDNN GEMM per stack slice (one for a whole stack
-        that shares ``Y``) into INT32, then one pass into ``out`` (FP64 or FP32,
-        strided allowed); every step exact (module docstring)."""
+        """``out = X @ Y`` for one block (``k <= kblock``): encode both operands, one
+        oneDNN GEMM per stack slice (one for a whole stack that shares ``Y``) into
+        INT32, then one pass into ``out``; every step exact (module docstring).
+
+        ``X``, ``Y`` are FP64 integers (encoded by one checked pass each) or the
+        backend's int8 residue planes (:attr:`integer_operands`: in range by their
+        type; ``X`` encoded by one byte-wise pass, ``Y`` read in place). ``out`` is
+        FP64, FP32 or INT32 (strided allowed); an INT32 ``out`` that is C-ordered
+        receives the ``offset`` GEMM directly.
+        """
         if out.size == 0:
             return
         m, k = X.shape[-2:]
@@ -517,23 +526,22 @@ class OneDNNEngine(Engine):
             return
         lib = _library()
         split = self.encoding == "split"
-        kern = _compiled()
         n = Y.shape[-1]
         X3, Y3 = _stack(X), _stack(Y)
         rows = 2 * m if split else m
         ws = workspace(np)
         A = ws.take("onednn_a", (X3.shape[0], rows, k), np.uint8)
-        B = ws.take("onednn_b", Y3.shape, np.int8)
-        bad_a = np.zeros(X3.shape[0] * m, np.uint8)
-        bad_b = np.zeros(Y3.shape[0] * k, np.uint8)
-        _run(kern.encode_a, X3.shape[0] * m, k, X3, A, split, bad_a)
-        _run(kern.encode_b, Y3.shape[0] * k, n, Y3, B, bad_b)
-        if bad_a.any() or bad_b.any():
-            raise ValueError("operand outside the int8 range [-128, 127] or not integer-valued")
+        B = self._encode(X3, Y3, A, split, ws)
         lead = out.shape[:-2]
         count = int(np.prod(lead, dtype=np.int64))
         ix, iy = _slices(X.shape[:-2], Y.shape[:-2], lead)
-        C = ws.take("onednn_c", (count, rows, n), np.int32)
+        dest, copied = out.view(), False
+        try:
+            dest.shape = (count, m, n)  # a view of out (strided allowed), no copy
+        except AttributeError:
+            dest, copied = np.empty((count, m, n), out.dtype), True
+        direct = not split and dest.dtype == np.int32 and dest.flags.c_contiguous
+        C = dest if direct else ws.take("onednn_c", (count, rows, n), np.int32)
         ao = 0 if split else 128
         with lib.threads():
             if count > 1 and not iy.any() and np.array_equal(ix, np.arange(count)):
@@ -542,11 +550,44 @@ class OneDNNEngine(Engine):
             else:
                 for g in range(count):
                     lib.call(A[ix[g]], B[iy[g]], C[g], ao)
-        dest, copied = out.view(), False
-        try:
-            dest.shape = (count, m, n)  # a view of out (strided allowed), no copy
-        except AttributeError:
-            dest, copied = np.empty((count, m, n), out.dtype), True
-        _run(kern.combine, count * m, n, C, dest, split)
+        if not direct:
+            _run(_compiled().combine, count * m, n, C, dest, split)
         if copied:
             out[...] = dest.reshape(out.shape)
+
+    @staticmethod
+    def _encode(X3: np.ndarray, Y3: np.ndarray, A: np.ndarray, split: bool,
+                ws) -> np.ndarray:
+        """Write ``X3``'s u8 encoding into ``A``; return ``Y3`` as s8 rows (b, k, n).
+
+        int8 planes need no check: every int8 is in ``[-128, 127]``. Their u8
+        encodings are bit operations on the two's complement byte ``u``:
+        ``r + 128 = u ^ 0x80``; ``r & 127 = u & 0x7f`` and ``[r < 0] = u >> 7``.
+        An int8 ``Y3`` whose rows are contiguous is passed to oneDNN as it is.
+        """
+        kern = _compiled()
+        m = X3.shape[1]
+        if X3.dtype == np.int8:
+            u = X3.view(np.uint8)
+            if split:
+                np.bitwise_and(u, 0x7f, out=A[:, :m])
+                np.right_shift(u, 7, out=A[:, m:])
+            else:
+                np.bitwise_xor(u, 0x80, out=A)
+        else:
+            bad = np.zeros(X3.shape[0] * m, np.uint8)
+            _run(kern.encode_a, X3.shape[0] * m, X3.shape[2], X3, A, split, bad)
+            if bad.any():
+                raise ValueError(_OUTSIDE)
+        if Y3.dtype == np.int8:
+            if Y3.strides[-1] == 1 and Y3.strides[-2] >= Y3.shape[-1]:
+                return Y3
+            B = ws.take("onednn_b", Y3.shape, np.int8)
+            np.copyto(B, Y3)
+            return B
+        B = ws.take("onednn_b", Y3.shape, np.int8)
+        bad = np.zeros(Y3.shape[0] * Y3.shape[1], np.uint8)
+        _run(kern.encode_b, Y3.shape[0] * Y3.shape[1], Y3.shape[2], Y3, B, bad)
+        if bad.any():
+            raise ValueError(_OUTSIDE)
+        return B

@@ -174,6 +174,15 @@ class Backend(Protocol):
         each of ``moduli`` into ``out`` (L, bits' layout of the block); ``cols = (j0, j1)``
         restricts a right operand to those columns. Returns (L, b, rows, cols) planes."""
 
+    def plane_dtype(self, engine: Engine, moduli) -> Any:
+        """The dtype of the residue planes that ``engine`` multiplies for ``moduli``
+        (FP64 integers; or the engine's own integer type where it takes one and every
+        symmetric residue fits it: :attr:`~ozaki.core.engine.Engine.integer_operands`)."""
+
+    def product_dtype(self, engine: Engine, bound: int) -> Any:
+        """The dtype of an exact modular product whose unreduced terms sum to at most
+        ``bound`` (FP64; or INT32 on an integer engine when ``bound <= 2**31 - 1``)."""
+
     # -- passes over products -------------------------------------------------
 
     def reduce_into(self, acc, prod, p: int, first: bool, bound: int = 2 ** 53) -> None:

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Engine", "exact_out", "FP32_EXACT"]
+__all__ = ["Engine", "exact_out", "FP32_EXACT", "INT32_MAX"]
 
 
 #: Integers up to this magnitude are exact in FP32 (24-bit significand).
 FP32_EXACT = 2 ** 24
+#: Largest INT32, the bound of an engine's INT32 ``out``.
+INT32_MAX = 2 ** 31 - 1
 
 
 def exact_out(shape: tuple[int, ...], bound: int, buf: np.ndarray | None = None) -> np.ndarray:
@@ -52,6 +54,10 @@ class Engine:
     schemes: tuple[str, ...] = ()
     #: The scheme ``scheme="auto"`` picks on this engine: its own unit's.
     preferred_scheme: str = ""
+    #: Whether :meth:`matmul` takes int8 operands and an INT32 ``out`` (an integer
+    #: unit's own types: the backend may then keep residue planes in int8 and exact
+    #: products in INT32, 1 and 4 bytes an entry instead of 8).
+    integer_operands: bool = False
 
     def __init__(self, max_kblock: int | None = None):
         if max_kblock is not None and (not isinstance(max_kblock, (int, np.integer))
@@ -95,7 +101,10 @@ class Engine:
         ``k * amax * bmax <= 2**53`` (or a tighter data-dependent bound).
         Returns FP64 (..., m, n), written into ``out`` when given. A float32
         ``out`` takes products with ``k * amax * bmax <= 2**24``: every partial
-        sum, and the result, is then an integer FP32 holds exactly.
+        sum, and the result, is then an integer FP32 holds exactly. On an engine
+        with :attr:`integer_operands`, ``X`` and ``Y`` may be int8 and ``out``
+        INT32 for ``k * amax * bmax <= 2**31 - 1``: the blocks, and their sum in
+        INT32, are then exact integers within its range.
         """
         if amax > self.operand_max or bmax > self.operand_max:
             raise ValueError(f"engine {self.name!r} takes operands up to "
@@ -104,6 +113,11 @@ class Engine:
                 and X.shape[-1] * amax * bmax > FP32_EXACT:
             raise ValueError(f"a float32 out holds products up to 2**24 exactly, got a "
                              f"bound {X.shape[-1] * amax * bmax}")
+        if out is not None and out.dtype == np.int32 and not (
+                self.integer_operands and X.shape[-1] * amax * bmax <= INT32_MAX):
+            raise ValueError(f"engine {self.name!r} takes an int32 out only on an integer "
+                             f"unit with a bound up to 2**31 - 1, got "
+                             f"{X.shape[-1] * amax * bmax}")
         blocks = self.blocks(X.shape[-1], amax, bmax)
         if out is None:
             lead = np.broadcast_shapes(X.shape[:-2], Y.shape[:-2])

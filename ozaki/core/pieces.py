@@ -12,7 +12,8 @@ from __future__ import annotations
 from .products import product_kblock
 from .kind import REAL, Kind
 
-__all__ = ["CHUNK_BYTES", "GROUP_BYTES", "column_block", "piece_bytes", "piece_threads"]
+__all__ = ["CHUNK_BYTES", "GROUP_BYTES", "column_block", "piece_bytes", "group_size",
+           "piece_threads"]
 
 #: Bytes of operand and product planes per chunk of a stack (a few MiB: the
 #: chunk's planes stay in cache through the N moduli).
@@ -35,21 +36,29 @@ def column_block(A, m: int, k: int, n: int, N: int) -> int:
 
 
 def piece_bytes(c: int, m: int, k: int, w: int, N: int, item: int, kind: Kind = REAL,
-                blocked: bool = False) -> int:
+                blocked: bool = False, plane: int = 8, product: int = 8) -> int:
     """Workspace of one piece: ``c`` slices, ``w`` columns of the (real) product.
 
     Residue planes of ``A`` (``c m k``, or all N of a shared A formed once for
-    column blocks, ``blocked``) and of ``B`` (``c k w``), N of each at once
-    while they fit :data:`GROUP_BYTES`; the N exact products in FP64 when they
-    fit it too (reconstructed from there), else one product plane and the N
-    residues in ``item``-byte integers. Complex products (``k`` the embedding's)
-    always store residues.
+    column blocks, ``blocked``) and of ``B`` (``c k w``) of ``plane`` bytes an
+    entry, :func:`group_size` moduli at once; the N exact products (``product``
+    bytes an entry) when ``8 N c m w`` fits :data:`GROUP_BYTES` (reconstructed
+    from there), else one product plane and the N residues in ``item``-byte
+    integers. Complex products (``k`` the embedding's) always store residues.
     """
     planes_a = 0 if blocked else c * m * k
-    group = N if 8 * N * (planes_a + c * k * w) <= GROUP_BYTES else 1
+    group = group_size(N, plane * (planes_a + c * k * w))
     raw = not kind.complex and 8 * N * c * m * w <= GROUP_BYTES
-    store = N * c * m * w * (8 if raw else item) + (0 if raw else 8 * c * m * w)
-    return int(8 * group * (planes_a + c * k * w) + (8 * N * m * k if blocked else 0) + store)
+    store = N * c * m * w * (product if raw else item) + (0 if raw else product * c * m * w)
+    return int(plane * group * (planes_a + c * k * w) + (plane * N * m * k if blocked else 0)
+               + store)
+
+
+def group_size(N: int, plane_bytes: int) -> int:
+    """Moduli whose residue planes one pass forms (one read of the operands, the
+    digits of each entry formed once): all ``N`` while their planes fit
+    :data:`GROUP_BYTES`, else as many as fit, at least one."""
+    return max(1, min(N, GROUP_BYTES // max(1, plane_bytes)))
 
 
 def piece_threads(backend, engine, pa, pb, s, t, pieces, moduli, k, kind) -> int:

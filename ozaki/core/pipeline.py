@@ -36,7 +36,8 @@ from .engine import Engine
 from .info import OzakiInfo
 from .moduli import MODULI, auto_num_moduli, crt_plan, residue_dtype
 from .products import complex_product, modular_product, product_bound
-from .pieces import CHUNK_BYTES, GROUP_BYTES, column_block, piece_bytes, piece_threads
+from .pieces import (CHUNK_BYTES, GROUP_BYTES, column_block, group_size, piece_bytes,
+                     piece_threads)
 from .workspace import workspace
 
 __all__ = ["Options", "Prepared", "decide", "emulate", "slice_operands",
@@ -139,7 +140,7 @@ class Prepared:
             fit = self.backend.residue_pass(E, zero, shift)
         if not self.keep_residues:
             return self.backend.residues(op, shift, moduli, out, fit, cols)
-        key = (moduli, part if self.op.batch > 1 else None, cols)
+        key = (moduli, part if self.op.batch > 1 else None, cols, out.dtype)
         tag = shift.shape, shift.tobytes()
         kept = self.residues.get(key)
         if kept is not None and kept[0] == tag:
@@ -286,7 +287,7 @@ def _layout(pa: Prepared, pb: Prepared, opts: Options, dec, b: int, m: int, k: i
                  bound=max(product_bound(opts.engine, p, k) for p in moduli))
     if lay.width < cols:  # A's planes of all N moduli, formed once for every block
         lay.RA = pa.residue_planes(s, moduli, workspace(opts.backend.xp).take(
-            "ra", (lay.N,) + A.layout(1)))
+            "ra", (lay.N,) + A.layout(1), number_types(opts.backend, opts.engine, moduli, k)[0]))
     return lay
 
 
@@ -322,9 +323,11 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
         raise CertificationError(explain(dec, opts.scheme, opts.mode,
                                          stacked=out.ndim == 3 and b > 1))
     lay = _layout(pa, pb, opts, dec, b, m, k, n, kind)
+    types = number_types(opts.backend, opts.engine, lay.moduli, k)
     info.workspace_bytes = piece_bytes(min(b, lay.chunk), m, A.shape[2], lay.width, lay.N,
                                        residue_dtype(lay.moduli).itemsize, kind,
-                                       lay.RA is not None)
+                                       lay.RA is not None, types[0].itemsize,
+                                       8 if kind.complex else types[1].itemsize)
     info.seconds["scaling"] += time.perf_counter() - t0
     _run_pieces(pa, pb, opts, lay, plane, info.seconds)
     t0 = time.perf_counter()
@@ -365,8 +368,9 @@ def _piece(pa: Prepared, pb: Prepared, opts: Options, lay: Layout, piece: Piece,
     n, m = lay.n, lay.m
     shape = (lay.N, hi - lo, m, j1 - j0)
     raw = not lay.kind.complex and 8 * np.prod(shape) <= GROUP_BYTES
-    store = workspace(opts.backend.xp).take("store", shape, np.float64 if raw
-                                            else residue_dtype(lay.moduli))
+    held = number_types(opts.backend, opts.engine, lay.moduli, lay.k)[1] if raw \
+        else residue_dtype(lay.moduli)  # exact products, or their residues
+    store = workspace(opts.backend.xp).take("store", shape, held)
     _products(pa, pb, opts, lay, piece, store, sec, raw)
     t2 = time.perf_counter()
     s, t, counts = lay.s[lo:hi], lay.t[lo:hi], lay.counts[lo:hi]
@@ -403,6 +407,22 @@ def _reconstruct(backend, scheme, store, counts, s, t, out, c0: int, products: i
         out[idx, :, c0:c0 + w] = part
 
 
+def number_types(backend, engine, moduli: tuple[int, ...], k: int) -> tuple[np.dtype, np.dtype]:
+    """``(planes, products)``: the dtypes of the residue planes and of a real piece's exact
+    modular products over ``k`` terms, the backend's choice for the engine.
+
+    Integer planes (int8 on an integer engine) take INT32 products where every
+    unreduced sum fits, ``k floor(p/2)**2 <= 2**31 - 1`` (``|r| <= floor(p/2)``);
+    FP64 planes take FP64 products. Every entry is the same integer in any of
+    these types, so they change the bytes the passes move, never a bit.
+    """
+    plane = np.dtype(backend.plane_dtype(engine, moduli))
+    if plane.kind == "f":
+        return plane, np.dtype(np.float64)
+    h = max(moduli) // 2
+    return plane, np.dtype(backend.product_dtype(engine, k * h * h))
+
+
 def slice_operands(pa: Prepared, pb: Prepared, g: int, kind: Kind):
     """Slice ``g``'s real matrices (for complex products, the real embedding)."""
     A, B = pa.op, pb.op
@@ -436,11 +456,12 @@ def _products(pa: Prepared, pb: Prepared, opts: Options, lay: Layout, piece: Pie
     lay_a, lay_b = pa.op.layout(sa.shape[0]), pb.op.layout(tb.shape[0])
     if cols is not None:  # a block of columns, in the bits' layout
         lay_b = (lay_b[0], n, lay_b[2]) if pb.op.T else lay_b[:2] + (n,)
+    plane, product = number_types(opts.backend, opts.engine, moduli, k)
     # planes of all N moduli at once (one read of each operand) while they stay small
     size = (0 if RA is not None else np.prod(lay_a)) + np.prod(lay_b)
-    group = len(moduli) if len(moduli) * 8 * size <= GROUP_BYTES else 1
-    buf_a = None if RA is not None else ws.take("ra", (group,) + lay_a)
-    buf_b = ws.take("rb", (group,) + lay_b)
+    group = group_size(len(moduli), plane.itemsize * size)
+    buf_a = None if RA is not None else ws.take("ra", (group,) + lay_a, plane)
+    buf_b = ws.take("rb", (group,) + lay_b, plane)
     planes_a = RA
     for q0 in range(0, len(moduli), group):
         t0 = time.perf_counter()
@@ -461,7 +482,7 @@ def _products(pa: Prepared, pb: Prepared, opts: Options, lay: Layout, piece: Pie
                 P = complex_product(backend, engine, ra, rb, p)
                 backend.complex_store(*P, p, store[q0 + q], n, bound)
             else:
-                prod = store[q0 + q] if raw else ws.take("prod", (c, m, n))
+                prod = store[q0 + q] if raw else ws.take("prod", (c, m, n), product)
                 if wide_b and ra.flags.c_contiguous:  # one wide GEMM: (c m, k) @ (k, n)
                     modular_product(backend, engine, ra.reshape(1, c * m, k), rb, p,
                                     prod.reshape(1, c * m, n))

@@ -169,8 +169,8 @@ def complex_product(backend, engine: Engine, ra: np.ndarray, rb: np.ndarray, p: 
     ar, ai = ra[..., :k], ra[..., k:]
     br, bi = rb[..., :k, :], rb[..., k:, :]
     ws = workspace(backend.xp)  # no fresh pages a modulus
-    sa = backend.add_halves(ra, -1, p, ws.take("gauss_a", ar.shape))
-    sb = backend.add_halves(rb, -2, p, ws.take("gauss_b", br.shape))
+    sa = backend.add_halves(ra, -1, p, ws.take("gauss_a", ar.shape, ra.dtype))
+    sb = backend.add_halves(rb, -2, p, ws.take("gauss_b", br.shape, rb.dtype))
     shape = np.broadcast_shapes(ar.shape[:-2], br.shape[:-2]) + (ar.shape[-2], br.shape[-1])
     return tuple(modular_product(backend, engine, x, y, p, ws.take(f"gauss_{j}", shape))
                  for j, (x, y) in enumerate(((ar, br), (ai, bi), (sa, sb))))

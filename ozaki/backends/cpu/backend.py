@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ...core.backend import Operand
+from ...core.engine import INT32_MAX
 from ...core.moduli import modular_constants, short_bound
 from ...core.scope import scoped
 from ...core.scaling import fits_split
@@ -182,6 +183,28 @@ class CPUBackend(HostEngines):
         for q, p in enumerate(moduli):
             residues.gather_residues(bits, j0, srow, scol, float(p), 1.0 / p, pow2mod(p), out[q])
         return op.plane(out)
+
+    @staticmethod
+    def plane_dtype(engine, moduli) -> np.dtype:
+        """int8 planes for an integer engine whose operand range holds every residue of
+        ``moduli`` (``p <= 256``: ``[-128, 127]``, 1 byte an entry instead of 8), else FP64.
+
+        The residue passes write the same integers either way (a cast of an
+        integer-valued double in range is exact), so the planes' dtype changes the
+        bytes moved, never a product.
+        """
+        if getattr(engine, "integer_operands", False) and max(moduli) <= 256 \
+                and max(moduli) // 2 <= engine.operand_max:
+            return np.dtype(np.int8)
+        return np.dtype(np.float64)
+
+    @staticmethod
+    def product_dtype(engine, bound: int) -> np.dtype:
+        """INT32 exact products on an integer engine while ``bound <= 2**31 - 1`` (every
+        partial sum then fits, the engine contract), else FP64."""
+        if getattr(engine, "integer_operands", False) and bound <= INT32_MAX:
+            return np.dtype(np.int32)
+        return np.dtype(np.float64)
 
     # -- passes on products ---------------------------------------------------
 

@@ -132,6 +132,17 @@ class NumPyBackend(HostEngines):
         """``acc = smod(prod, p)`` (``first``) or ``acc = acc + smod(prod, p)``."""
         crt.reduce_into(acc, prod, p, first, bound)
 
+    @staticmethod
+    def plane_dtype(engine, moduli) -> np.dtype:
+        """FP64 planes on every engine (the reference keeps one type; the CPU backend's
+        int8 planes hold the same integers)."""
+        return np.dtype(np.float64)
+
+    @staticmethod
+    def product_dtype(engine, bound: int) -> np.dtype:
+        """FP64 exact products on every engine (the same integers as INT32 ones)."""
+        return np.dtype(np.float64)
+
     def store(self, prod: np.ndarray, p: int, out: np.ndarray, bound: int = 2 ** 53) -> None:
         """``out = smod(prod, p)`` in ``out``'s small integer type (``|prod| <= bound``)."""
         crt.store(prod, p, out, bound)
