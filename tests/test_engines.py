@@ -10,6 +10,7 @@ from threadpoolctl import threadpool_limits
 import ozaki
 from ozaki.backends.cpu import parallel
 from ozaki.backends.engines import BlasEngine, Engine, FP8Engine, Int8Engine, get_engine
+from ozaki.backends.onednn import OneDNNEngine
 from validation.reference import test_matrix
 
 
@@ -90,7 +91,15 @@ def test_scheme_auto_follows_simulation_engine(rng):
     assert info.scheme == "fp8" and info.engine == "cpu-fp8"
     assert info.gemms == 3 * info.num_moduli + 1 + (2 if info.refined_block != (0, 0) else 0)
     _, info = ozaki.dgemm(A, A.T, return_info=True)
-    assert info.scheme == "fp64" and info.engine == "cpu-blas"
+    # both "auto": the machine's fastest path, int8 on cpu-onednn where oneDNN has VNNI
+    one = OneDNNEngine()
+    vnni = one.available() and one.encoding == "offset"
+    assert (info.scheme, info.engine) == (("int8", "cpu-onednn") if vnni else ("fp64", "cpu-blas"))
+    # an explicit scheme: the fastest engine that runs it (the bits are the scheme's)
+    _, info = ozaki.dgemm(A, A.T, scheme="int8", return_info=True)
+    assert info.engine == ("cpu-onednn" if one.available() else "cpu-blas")
+    _, info = ozaki.dgemm(A, A.T, scheme="fp64", return_info=True)
+    assert info.engine == "cpu-blas"
 
 
 def test_concurrent_python_threads_give_the_same_bits(rng):
@@ -249,3 +258,34 @@ def test_product_bound_holds_on_extreme_residues(scheme, rng):
     if scheme == "fp64":
         assert all(product_bound(BlasEngine(), p, 2048) <= 2 ** 52 for p in MODULI["fp64"])
         assert product_bound(BlasEngine(), MODULI["fp64"][0], 4096) > 2 ** 52
+
+
+def test_set_scheme_pins_the_machine_choice_on_the_calling_thread(rng):
+    """``ozaki.set_scheme`` pins what scheme="auto" with engine="auto" runs, in the block
+    and on the calling thread only; named schemes and engines are unaffected."""
+    A = test_matrix(40, 300, 1.0, rng)
+    B = test_matrix(300, 30, 1.0, rng)
+    free = ozaki.dgemm(A, B, return_info=True)[1].scheme
+    seen = {}
+
+    def other():
+        seen["other"] = ozaki.dgemm(A, B, return_info=True)[1].scheme
+
+    for pin in ozaki.SCHEMES:
+        with ozaki.set_scheme(pin):
+            C, info = ozaki.dgemm(A, B, return_info=True)
+            assert info.scheme == pin
+            assert np.array_equal(C, ozaki.dgemm(A, B, scheme=pin, engine="cpu-blas"))
+            assert ozaki.dgemm(A, B, engine="cpu-fp8", return_info=True)[1].scheme == "fp8"
+            assert ozaki.dgemm(A, B, scheme="fp64", return_info=True)[1].scheme == "fp64"
+            t = threading.Thread(target=other)
+            t.start()
+            t.join()
+            assert seen.pop("other") == free  # another thread keeps the machine's choice
+            with ozaki.set_scheme("fp64"):  # nested blocks restore the outer pin
+                assert ozaki.dgemm(A, B, return_info=True)[1].scheme == "fp64"
+            assert ozaki.dgemm(A, B, return_info=True)[1].scheme == pin
+    assert ozaki.dgemm(A, B, return_info=True)[1].scheme == free
+    for bad in ("auto", "fp32", None):
+        with pytest.raises(ValueError, match="scheme"):
+            ozaki.set_scheme(bad)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.engines import Engine, get_engine
+from ..backends.engines import Engine, get_engine, machine_scheme
 from ..core.moduli import MIN_MODULI, SCHEMES, max_moduli
 
 __all__ = ["MODES", "FALLBACKS", "operand", "transpose_flag", "scalar", "check_choice",
@@ -171,10 +171,14 @@ def resolve(scheme, num_moduli, mode, engine, backend=None) -> tuple[str, int | 
     """Check and resolve ``scheme``, ``num_moduli``, ``mode`` and ``engine`` (on ``backend``'s
     engines; ``None``: the host engines).
 
-    ``scheme="auto"`` is the engine's :attr:`~ozaki.Engine.preferred_scheme`.
+    ``scheme="auto"`` is the engine's :attr:`~ozaki.Engine.preferred_scheme`; with
+    ``engine="auto"`` too, :func:`ozaki.set_scheme`'s, else that of the machine's
+    fastest engine (:func:`ozaki.backends.engines.auto_engine`), on every backend.
     """
     check_choice(scheme, "scheme", ("auto",) + SCHEMES)
     check_choice(mode, "mode", MODES)
+    if scheme == "auto" and (engine is None or isinstance(engine, str) and engine == "auto"):
+        scheme = machine_scheme()  # the machine's (or set_scheme's): the same on every backend
     eng = get_engine(engine, scheme) if backend is None else backend.engine(engine, scheme)
     if scheme == "auto":
         scheme = eng.preferred_scheme

@@ -11,16 +11,17 @@ from typing import NamedTuple
 
 from ..backends.cpu import parallel
 from ..backends import get_backend
+from ..backends.engines import pin_scheme
 from ..core import compensated
 from ..core.backend import Backend
 from ..core.engine import Engine
-from ..core.moduli import MODULI
+from ..core.moduli import MODULI, SCHEMES
 from ..core.products import gemms_per_modulus as _per_modulus
-from .arguments import resolve
+from .arguments import check_choice, resolve
 
 __all__ = ["Resolved", "resolve_options", "available_engines", "get_engine", "moduli",
            "gemms_per_modulus",
-           "set_workers", "get_workers", "set_small_products", "emulated_options"]
+           "set_workers", "get_workers", "set_small_products", "set_scheme", "emulated_options"]
 
 
 class Resolved(NamedTuple):
@@ -181,6 +182,40 @@ def set_small_products(enabled: bool) -> contextlib.AbstractContextManager:
     'emulated'
     """
     return compensated.enabled(enabled)
+
+
+def set_scheme(scheme: str) -> contextlib.AbstractContextManager:
+    """Pin the scheme of the calling thread's calls that leave ``scheme`` and ``engine``
+    at ``"auto"``, inside the block: the same bits on every machine.
+
+    Left to themselves, those calls take the machine's fastest certified path
+    (:func:`ozaki.backends.engines.auto_engine`): the ``int8`` scheme on
+    ``cpu-onednn`` where oneDNN runs VNNI or AMX kernels, else the ``fp64`` scheme on
+    ``cpu-blas``. Both are FP64 grade, but their bits differ, so results would differ
+    between machines. Inside the block they run ``scheme`` on the fastest engine that
+    runs it (a scheme's bits never depend on the engine). Calls that name a scheme or
+    an engine are unaffected, and so are :mod:`fft`, :mod:`ozaki.linalg` and
+    :mod:`ozaki.distributed` calls that pass one. Local to the calling thread,
+    restored on exit.
+
+    Parameters
+    ----------
+    scheme : {"int8", "fp8", "fp64"}
+
+    Returns
+    -------
+    context manager
+
+    Examples
+    --------
+    >>> import numpy as np, ozaki
+    >>> with ozaki.set_scheme("fp64"):
+    ...     C, info = ozaki.dgemm(np.ones((300, 300)), np.ones((300, 300)), return_info=True)
+    >>> info.scheme
+    'fp64'
+    """
+    check_choice(scheme, "scheme", SCHEMES)
+    return pin_scheme(scheme)
 
 
 def emulated_options(scheme: str, m: int, k: int, n: int, complex_: bool = False) -> dict:

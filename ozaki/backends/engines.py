@@ -19,12 +19,17 @@ engine          operands and accumulator               exact block
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import numpy as np
 
 from ..core.engine import FP32_EXACT, Engine, exact_out
+from ..core.scope import scoped
 from .onednn import OneDNNEngine
 
-__all__ = ["Engine", "BlasEngine", "FP8Engine", "Int8Engine", "get_engine",
+__all__ = ["Engine", "BlasEngine", "FP8Engine", "Int8Engine", "get_engine", "auto_engine",
+           "machine_scheme", "pin_scheme",
            "available_engines", "exact_out", "ENGINES", "FP32_EXACT"]
 
 
@@ -179,14 +184,55 @@ def available_engines() -> list[str]:
     return [name for name, cls in ENGINES.items() if cls().available()]
 
 
+def auto_engine(scheme: str | None = None) -> Engine:
+    """The engine ``engine="auto"`` picks: the fastest certified path on this machine.
+
+    For a given scheme (``"int8"``, ``"fp8"``), ``cpu-onednn`` where it is
+    installed, else ``cpu-blas``: a scheme's bits do not depend on the engine, and
+    oneDNN's integer GEMM beats FP64 BLAS on every instruction set (about 3.6-4x the
+    FP64 rate without VNNI, half of it for the split encoding's two GEMMs; 7x and
+    more with VNNI or AMX), so this changes the speed only.
+
+    With ``scheme`` ``None``/``"auto"`` the engine also picks the scheme (its
+    :attr:`~Engine.preferred_scheme`), which changes the bits: ``cpu-onednn`` (the
+    ``int8`` scheme, about 16 INT8 GEMMs for FP64 grade) where oneDNN runs VNNI or
+    AMX kernels (one INT8 GEMM a modulus at 7x or more the FP64 rate), else
+    ``cpu-blas`` (the ``fp64`` scheme, about 6 FP64 GEMMs), which is faster than 16
+    split-encoded products at about 2x. The choice reads the instruction set oneDNN
+    reports (:func:`ozaki.backends.onednn.library_info`), so it is the same for every
+    call in a process; pass ``scheme`` to have the same bits on every machine.
+    """
+    one = OneDNNEngine()
+    if scheme in (None, "auto"):
+        return one if one.available() and one.encoding == "offset" else BlasEngine()
+    if scheme in one.schemes and one.available():
+        return one
+    return BlasEngine()
+
+
+_pinned = threading.local()
+
+
+def machine_scheme() -> str:
+    """The scheme of calls whose ``scheme`` and ``engine`` are both ``"auto"``: the
+    calling thread's :func:`ozaki.set_scheme`, else :func:`auto_engine`'s."""
+    return getattr(_pinned, "scheme", None) or auto_engine().preferred_scheme
+
+
+def pin_scheme(scheme: str) -> contextlib.AbstractContextManager:
+    """:func:`machine_scheme` is ``scheme`` on the calling thread inside the block."""
+    return scoped(_pinned, "scheme", scheme)
+
+
 def get_engine(engine: str | Engine | None, scheme: str | None = None) -> Engine:
-    """Resolve ``engine`` (a name, an :class:`Engine`, or ``None``/``"auto"``).
+    """Resolve ``engine`` (a name, an :class:`Engine`, or ``None``/``"auto"``:
+    :func:`auto_engine`).
 
     ``scheme`` (``None`` or ``"auto"``: the engine's :attr:`~Engine.preferred_scheme`)
     must be one the engine runs.
     """
     if engine is None or (isinstance(engine, str) and engine == "auto"):
-        eng = BlasEngine()
+        eng = auto_engine(scheme)
     elif isinstance(engine, Engine):
         eng = engine
     elif isinstance(engine, str) and engine in ENGINES:

@@ -132,6 +132,14 @@ class NumPyBackend(HostEngines):
         """``acc = smod(prod, p)`` (``first``) or ``acc = acc + smod(prod, p)``."""
         crt.reduce_into(acc, prod, p, first, bound)
 
+    def engine(self, engine, scheme):
+        """Resolve ``engine`` for ``scheme``; ``"auto"`` is FP64 BLAS for every scheme (the
+        reference stays free of compiled engines; a scheme's bits do not depend on the
+        engine, and the scheme ``"auto"`` stands for is the machine's, as on ``cpu``)."""
+        if engine is None or isinstance(engine, str) and engine == "auto":
+            engine = "cpu-blas"
+        return super().engine(engine, scheme)
+
     @staticmethod
     def plane_dtype(engine, moduli) -> np.dtype:
         """FP64 planes on every engine (the reference keeps one type; the CPU backend's
