@@ -56,9 +56,12 @@ class FFTInfo:
         ``"transforms"`` (the local 1-D transforms: the stages' products and twiddles),
         ``"transposes"`` (the ``Alltoallv`` calls, waiting included), ``"packing"``
         (their send and receive copies), ``"passes"`` (split, conjugation, completion,
-        scaling, the result's layout), in seconds.
+        scaling, the result's layout; for the real-to-real transforms also the
+        all-reduce of each axis's range peaks, :mod:`fft.distributed.realtransforms`),
+        in seconds.
     traffic : ozaki.distributed.traffic.Traffic
-        Bytes and messages this rank sent (flat convention).
+        Bytes and messages this rank sent (flat convention): ``by_kind["transposes"]``
+        the exchanges, ``by_kind["range"]`` the real-to-real transforms' peaks.
     exchanges : list of tuple
         ``(axis made local, split before, split after)`` for each ``Alltoallv``, in
         order (a slab grid's trivial cut only relabels the layout: not listed).
@@ -69,7 +72,9 @@ class FFTInfo:
     exchanges: list = field(default_factory=list)
 
 
-def _axes(axes) -> list[int]:
+def axes_order(axes) -> list[int]:
+    """``axes`` as a permutation of ``(0, 1, 2)`` (default that; negative axes count from
+    the end); ``TypeError`` or ``ValueError`` otherwise: the distributed transforms are 3-D."""
     if axes is None:
         return [0, 1, 2]
     try:
@@ -96,7 +101,7 @@ def _plans(plan, lengths: list[int]) -> list[Plan]:
     return plans
 
 
-def _fingerprint(plan: Plan) -> tuple:
+def plan_fingerprint(plan: Plan) -> tuple:
     """What makes a plan's bits: length, radices, options as resolved, stage counts."""
     o = plan.options
     if o.native:
@@ -121,7 +126,7 @@ def _check(x, axes, norm, workers, plan, kind: str, s=None):
 
     def check():
         x.validate()
-        ax, nm = _axes(axes), check_norm(norm)
+        ax, nm = axes_order(axes), check_norm(norm)
         check_workers(workers)
         complex_in = np.iscomplexobj(x.local)
         if kind == "r2c" and complex_in:
@@ -134,7 +139,7 @@ def _check(x, axes, norm, workers, plan, kind: str, s=None):
                 raise ValueError(f"invalid number of data points ({n_last}) specified")
             lengths[-1] = n_last
         held["plans"] = _plans(plan, lengths)
-        fingerprint = [_fingerprint(p) for p in held["plans"]]
+        fingerprint = [plan_fingerprint(p) for p in held["plans"]]
         return (x.shape, x.split, (x.grid.P, x.grid.Q), complex_in, ax, nm, n_last,
                 fingerprint)
 
@@ -165,8 +170,9 @@ def _output_length(s, shape, axes) -> int:
     return n
 
 
-class _Run:
-    """One transform's state: the block, its global shape and layout, the clock."""
+class TransformRun:
+    """One transform's state: the block, its global shape and layout, the clock
+    (shared with :mod:`fft.distributed.realtransforms`)."""
 
     def __init__(self, x: DistributedArray, info: FFTInfo):
         self.grid, self.shape, self.split, self.info = x.grid, list(x.shape), x.split, info
@@ -202,7 +208,7 @@ class _Run:
 def _c2c(x, axes, norm, workers, plan, inverse: bool, return_info: bool):
     axes, norm, plans, _ = _check(x, axes, norm, workers, plan, "c2c")
     info = FFTInfo()
-    run = _Run(x, info)
+    run = TransformRun(x, info)
     order = list(reversed(list(enumerate(axes))))
     with limit_threads(workers):
         if not np.iscomplexobj(x.local):  # as serial: real input enters through [Fr; Fi]
@@ -280,7 +286,7 @@ def rfftn(x: DistributedArray, axes=None, norm=None, workers=None, *, plan=None,
     """
     axes, norm, plans, _ = _check(x, axes, norm, workers, plan, "r2c")
     info = FFTInfo()
-    run = _Run(x, info)
+    run = TransformRun(x, info)
     last = axes[-1]
     total = int(np.prod(run.shape, dtype=np.int64))
     with limit_threads(workers):
@@ -316,7 +322,7 @@ def irfftn(x: DistributedArray, s=None, axes=None, norm=None, workers=None, *, p
     """
     axes, norm, plans, n_last = _check(x, axes, norm, workers, plan, "c2r", s)
     info = FFTInfo()
-    run = _Run(x, info)
+    run = TransformRun(x, info)
     last = axes[-1]
     S = run.passes(to_split, x.local)
     S[1] = -S[1]  # the inverse as conj(DFT(conj(x)))
