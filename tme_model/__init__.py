@@ -12,7 +12,9 @@ parameters), :mod:`~tme_model.model` (the numbers), :mod:`~tme_model.symbolic` (
 closed forms), :mod:`~tme_model.profile` and :mod:`~tme_model.profile_file` (calibration
 profiles), :mod:`~tme_model.calibration` (measuring them),
 :mod:`~tme_model.fft_workload` and :mod:`~tme_model.fft_projection` (``fft`` plans as
-stage GEMMs and passes, on this machine and on GPUs), :mod:`~tme_model.tables`,
+stage GEMMs and passes, on this machine and on GPUs), :mod:`~tme_model.lu_projection`
+(the blocked LU of an HPL run on GPUs, native against emulated updates, ``python -m
+tme_model.lu_projection``), :mod:`~tme_model.tables`,
 :mod:`~tme_model.plot` and :mod:`~tme_model.cli` (``tme-plot``, ``tme-table``,
 ``tme-calibrate``), :mod:`~tme_model.network` (the alpha-beta network term of the
 distributed SUMMA, its traffic and network roof) and :mod:`~tme_model.cluster` (its

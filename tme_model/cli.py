@@ -20,7 +20,7 @@ from .model import predict
 from .profile_file import dump_profile, load_profile
 from .scenario import PRESETS, Scenario
 from .schemes import GRADES, MODES, SCHEMES
-from .specs import Device, TMEError, get_device, load_devices
+from .specs import Device, TMEError, get_device, load_cpus, load_devices
 from .workloads import DEFAULT_KERNELS, Kernel, intensity_kernel
 
 __all__ = ["calibrate_main", "plot_main", "table_main"]
@@ -54,6 +54,10 @@ def _parser(prog: str, description: str, default_gpu: str | None = None) -> argp
                      help=f"device key (repeatable: one panel or block each; {default}); "
                           "see --list-gpus")
     dev.add_argument("--list-gpus", action="store_true", help="list the known devices and exit")
+    dev.add_argument("--cpu", action="append", metavar="KEY",
+                     help="a CPU instead (repeatable: one panel or block each): native DGEMM, "
+                          "the fp64 scheme on cpu-blas and the int8 scheme on cpu-onednn over "
+                          "the GEMM order n, with their crossovers; '--cpu list' lists the CPUs")
     dev.add_argument("--specs", action="append", default=[], metavar="FILE",
                      help="TOML/JSON device file adding or overriding devices (repeatable)")
     dev.add_argument("--profile", metavar="FILE",
@@ -125,6 +129,9 @@ def _run(prog: str, description: str, argv: Sequence[str] | None, extra,
     p = _parser(prog, description, default_gpu)
     extra(p)
     a = p.parse_args(argv)
+    if a.cpu:
+        _cpus(p, a, plot=prog == "tme-plot")
+        return p, a, None, None
     devices = _devices(p, a)
     if a.list_gpus:
         print(tables.device_list(devices))
@@ -141,8 +148,53 @@ def _run(prog: str, description: str, argv: Sequence[str] | None, extra,
             dev = get_device(key, devices)
             results.append((dev, [predict(k, dev, sc.emulation(dev, k)) for k in kernels]))
     except (TMEError, ValueError) as exc:
-        p.error(str(exc))
+        cpus = [k for k in gpus if k.lower() in load_cpus(a.specs)]
+        p.error(f"{exc} ({cpus[0]!r} is a CPU: use --cpu {cpus[0]})" if cpus else str(exc))
     return p, a, sc, results
+
+
+#: Options of the GPU model that do not apply to ``--cpu`` (its paths fix scheme, moduli
+#: and kernel), with their defaults.
+_NOT_FOR_CPU = {"gpu": None, "list_gpus": False, "profile": None, "preset": None, "scheme": None,
+                "moduli": None, "alpha": None, "beta": None, "grade": None, "intensity": [],
+                "kernels": ",".join(DEFAULT_KERNELS), "baseline": None, "wide": False}
+
+
+def _cpus(p: argparse.ArgumentParser, a: argparse.Namespace, plot: bool) -> None:
+    """``--cpu``: print the CPU table of each key (``list``: the CPUs), and draw the
+    figure for ``tme-plot``."""
+    clash = [f"--{k.replace('_', '-')}" for k, v in _NOT_FOR_CPU.items()
+             if hasattr(a, k) and getattr(a, k) != v]
+    if clash:
+        p.error(f"--cpu models its own paths; drop {', '.join(clash)}")
+    try:
+        cpus = load_cpus(a.specs)
+    except TMEError as exc:
+        p.error(str(exc))
+    if [k.lower() for k in a.cpu] == ["list"]:
+        print(tables.cpu_list(cpus))
+        return
+    try:
+        chosen = [get_device(k, cpus) for k in a.cpu]
+    except TMEError as exc:
+        p.error(str(exc).replace("unknown device", "unknown CPU") + " (or --cpu list)")
+    mode, gamma = a.mode or "accurate", getattr(a, "gamma", None)
+    if getattr(a, "format", "text") == "json":
+        print(json.dumps([r for d in chosen for r in tables.cpu_rows(d, mode, gamma)], indent=2))
+    elif getattr(a, "format", "text") != "text":
+        p.error("--cpu prints text or json")
+    else:
+        print("\n\n".join(tables.cpu_table(d, mode, gamma) for d in chosen))
+    if plot:
+        out = Path(a.output) if a.output else Path.cwd() / (
+            "tme-cpu-" + "_".join(re.sub(r"[^a-z0-9.-]+", "-", d.key) for d in chosen) + ".png")
+        if out.suffix.lower() not in _PLOT_FORMATS:
+            p.error(f"output must end in {', '.join(_PLOT_FORMATS)}, got {out.name!r}")
+        _require(p, "matplotlib")
+        from .plot import cpu_figure, save_figure
+
+        save_figure(cpu_figure(chosen, mode, gamma), str(out), dpi=a.dpi)
+        print(f"tme-plot: wrote {out.resolve()}")
 
 
 def plot_main(argv: Sequence[str] | None = None) -> int:

@@ -1,10 +1,14 @@
-"""Hardware database: sourced peak figures of GPUs, loaded from TOML or JSON.
+"""Hardware database: sourced peak figures of GPUs and CPUs, loaded from TOML or JSON.
 
-The shipped database is ``tme_model/data/gpus.toml``.  Each device holds up to ten
-figures (:data:`FIELDS`); each figure carries its value, its source, a dense/sparse flag
-and notes.  A figure the references do not give is *missing* (``None``), never zero; a
-unit the hardware lacks is ``supported = false``.  A user file with the same layout
-(``--specs FILE``) adds devices or overrides them whole.
+The shipped databases are ``tme_model/data/gpus.toml`` (:func:`load_devices`) and
+``tme_model/data/cpus.toml`` (:func:`load_cpus`).  Each device holds up to ten figures
+(:data:`FIELDS`); each figure carries its value, its source, a dense/sparse flag and
+notes.  A figure the references do not give is *missing* (``None``), never zero; a unit
+the hardware lacks is ``supported = false``.  A CPU also names the INT8 instruction path
+of oneDNN's integer GEMM (``isa``, one of :data:`CPU_ISAS`) and may give the per-core
+figures its peaks are derived from (:data:`CPU_FIELDS`).  A user file with the same
+layout (``--specs FILE``) adds devices or overrides them whole; its entries with
+``kind = "cpu"`` are CPUs.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 __all__ = [
+    "CPU_FIELDS",
+    "CPU_ISAS",
     "FIELDS",
     "Device",
     "Figure",
@@ -26,6 +32,7 @@ __all__ = [
     "TMEError",
     "UnknownDeviceError",
     "get_device",
+    "load_cpus",
     "load_devices",
     "parse_devices",
 ]
@@ -42,6 +49,25 @@ FIELDS: dict[str, str] = {
     "fp4": "TFLOP/s FP4 matrix",
     "mem_bw": "TB/s memory bandwidth",
     "mem_size": "GB memory size",
+}
+#: Per-core figures of a CPU entry, from which its peaks follow (peak = cores x ghz x
+#: per-cycle figure / 1000, in TFLOP/s or TOP/s).
+CPU_FIELDS: dict[str, str] = {
+    "cores": "physical cores",
+    "ghz": "GHz, the clock the peaks assume",
+    "fp64_per_cycle": "FP64 flops per cycle and core (FMA units x lanes x 2)",
+    "int8_per_cycle": "INT8 operations (2 per multiply-add) per cycle and core on the ISA",
+}
+#: oneDNN 3's names of the x86 instruction paths of its integer GEMM, and whether each
+#: has VNNI or AMX: where it has, each u8 x s8 product is added into an INT32 lane
+#: directly; where not, pairs of products are summed into a saturating int16 first
+#: (``vpmaddubsw``), and ``ozaki``'s ``cpu-onednn`` engine then runs its exact
+#: ``split`` encoding, one oneDNN GEMM on twice the rows (:func:`int8_gemms_per_product`).
+CPU_ISAS: dict[str, bool] = {
+    "sse41": False, "avx": False, "avx2": False, "avx512_core": False,
+    "avx2_vnni": True, "avx2_vnni_2": True, "avx512_core_vnni": True,
+    "avx512_core_bf16": True, "avx512_core_fp16": True, "avx512_core_amx": True,
+    "avx512_core_amx_fp16": True,
 }
 
 
@@ -112,6 +138,12 @@ class Device:
     phases : dict
         Measured per-phase costs by scheme (a calibration profile's
         :class:`~tme_model.profile.PhaseCosts`); empty for database devices.
+    kind : str
+        ``"gpu"`` or ``"cpu"``.
+    isa : str or None
+        CPUs: oneDNN's INT8 instruction path (a key of :data:`CPU_ISAS`).
+    cpu : dict of str to Figure
+        CPUs: the per-core figures given (:data:`CPU_FIELDS`).
     """
 
     key: str
@@ -120,6 +152,15 @@ class Device:
     figures: Mapping[str, Figure] = field(default_factory=dict)
     origin: str = "builtin"
     phases: Mapping[str, Any] = field(default_factory=dict)
+    kind: str = "gpu"
+    isa: str | None = None
+    cpu: Mapping[str, Figure] = field(default_factory=dict)
+
+    @property
+    def vnni(self) -> bool:
+        """Whether the CPU's INT8 path adds products into INT32 directly (VNNI or AMX);
+        ``False`` for GPUs."""
+        return self.isa is not None and CPU_ISAS[self.isa]
 
     def get(self, name: str) -> float | None:
         """Return the value of a figure, or ``None`` if missing or unsupported.
@@ -238,8 +279,8 @@ def _figure(name: str, raw: object, sources: Mapping[str, str], where: str) -> F
     )
 
 
-def parse_devices(data: Mapping, origin: str, known_sources: Mapping[str, str] | None = None
-                  ) -> dict[str, Device]:
+def parse_devices(data: Mapping, origin: str, known_sources: Mapping[str, str] | None = None,
+                  default_kind: str = "gpu") -> dict[str, Device]:
     """Build devices from a parsed database (the TOML/JSON layout of ``gpus.toml``).
 
     Parameters
@@ -250,7 +291,9 @@ def parse_devices(data: Mapping, origin: str, known_sources: Mapping[str, str] |
         Recorded in each :class:`Device` (file path or ``"builtin"``).
     known_sources : mapping, optional
         Source keys a file may cite without defining them (a user file: the shipped
-        database's ``[sources]``); its own keys take precedence.
+        databases' ``[sources]``); its own keys take precedence.
+    default_kind : {"gpu", "cpu"}
+        The kind of an entry without a ``kind`` key.
 
     Returns
     -------
@@ -261,9 +304,20 @@ def parse_devices(data: Mapping, origin: str, known_sources: Mapping[str, str] |
     devices = {}
     for key, entry in data.get("devices", {}).items():
         where = f"{origin}: device {key!r}"
-        unknown = set(entry) - set(FIELDS) - {"name", "vendor"}
+        kind = str(entry.get("kind", default_kind))
+        if kind not in ("gpu", "cpu"):
+            raise TMEError(f"{where}: kind must be 'gpu' or 'cpu', got {kind!r}")
+        extra = {"isa", *CPU_FIELDS} if kind == "cpu" else set()
+        unknown = set(entry) - set(FIELDS) - {"name", "vendor", "kind"} - extra
         if unknown:
-            raise TMEError(f"{where}: unknown keys {sorted(unknown)}; figures are {list(FIELDS)}")
+            hint = (f" (CPU keys {['isa', *CPU_FIELDS]} need kind = 'cpu')"
+                    if unknown & {"isa", *CPU_FIELDS} else "")
+            raise TMEError(f"{where}: unknown keys {sorted(unknown)}; figures are "
+                           f"{list(FIELDS)}{hint}")
+        isa = entry.get("isa")
+        if kind == "cpu" and isa not in CPU_ISAS:
+            raise TMEError(f"{where}: isa must be one of {', '.join(CPU_ISAS)} (oneDNN's names "
+                           f"of its INT8 instruction paths), got {isa!r}")
         figures = {n: _figure(n, entry[n], sources, where) for n in FIELDS if n in entry}
         devices[key.lower()] = Device(
             key=key.lower(),
@@ -271,6 +325,9 @@ def parse_devices(data: Mapping, origin: str, known_sources: Mapping[str, str] |
             vendor=str(entry.get("vendor", "")),
             figures=figures,
             origin=origin,
+            kind=kind,
+            isa=isa,
+            cpu={n: _figure(n, entry[n], sources, where) for n in CPU_FIELDS if n in entry},
         )
     return devices
 
@@ -285,8 +342,27 @@ def _read(path: Path) -> Mapping:
         raise TMEError(f"cannot parse device file {path}: {exc}") from exc
 
 
+def _shipped(name: str) -> Mapping:
+    return tomllib.loads((resources.files("tme_model") / "data" / name).read_text())
+
+
+def _load(database: str, kind: str, extra: Iterable[str | Path]) -> dict[str, Device]:
+    """The shipped ``database``, then the entries of ``kind`` of each user file (an
+    entry without a ``kind`` key is a GPU, as before CPUs were modelled)."""
+    shipped = {name: _shipped(name) for name in ("gpus.toml", "cpus.toml")}
+    devices = parse_devices(shipped[database], "builtin", default_kind=kind)
+    known = {str(k): str(v) for db in shipped.values() for k, v in db.get("sources", {}).items()}
+    for path in extra:
+        path = Path(path)
+        if not path.is_file():
+            raise TMEError(f"device file not found: {path}")
+        found = parse_devices(_read(path), str(path), known)
+        devices.update({k: d for k, d in found.items() if d.kind == kind})
+    return devices
+
+
 def load_devices(extra: Iterable[str | Path] = ()) -> dict[str, Device]:
-    """Load the shipped database, then each user file in order.
+    """Load the shipped GPU database, then each user file in order.
 
     Parameters
     ----------
@@ -299,16 +375,24 @@ def load_devices(extra: Iterable[str | Path] = ()) -> dict[str, Device]:
     dict of str to Device
         Devices by key, in file order.
     """
-    builtin = resources.files("tme_model") / "data" / "gpus.toml"
-    shipped = tomllib.loads(builtin.read_text())
-    devices = parse_devices(shipped, "builtin")
-    known = {str(k): str(v) for k, v in shipped.get("sources", {}).items()}
-    for path in extra:
-        path = Path(path)
-        if not path.is_file():
-            raise TMEError(f"device file not found: {path}")
-        devices.update(parse_devices(_read(path), str(path), known))
-    return devices
+    return _load("gpus.toml", "gpu", extra)
+
+
+def load_cpus(extra: Iterable[str | Path] = ()) -> dict[str, Device]:
+    """Load the shipped CPU database, then the ``kind = "cpu"`` entries of each user file.
+
+    Parameters
+    ----------
+    extra : iterable of str or Path
+        User files (``.toml`` or ``.json``, the layout of ``cpus.toml``; an entry
+        without ``kind = "cpu"`` is not a CPU and is skipped).
+
+    Returns
+    -------
+    dict of str to Device
+        CPUs by key (``kind == "cpu"``, ``isa`` set), in file order.
+    """
+    return _load("cpus.toml", "cpu", extra)
 
 
 def get_device(key: str, devices: Mapping[str, Device]) -> Device:

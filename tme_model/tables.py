@@ -18,7 +18,13 @@ from .specs import Device, TMEError, load_devices
 from .workloads import DEFAULT_KERNELS, PAPER_INTENSITY, Kernel, catalog
 
 __all__ = [
+    "CPU_SIZES",
+    "cpu_list",
+    "cpu_rows",
+    "cpu_table",
+    "cpus_rst",
     "device_list",
+    "cpu_crossovers",
     "devices_rst",
     "fft_projection_rst",
     "kernels_rst",
@@ -288,4 +294,108 @@ def fft_projection_rst(gpus: Sequence[str] = FFT_PROJECTION_GPUS, cases=FFT_PROJ
                          fused.native_bound, f"{fused.emulated_s * 1e3:.3g}",
                          f"{fused.winner} ({fused.speedup:.2g}x)", f"{unfused.emulated_s * 1e3:.3g}",
                          f"{unfused.winner} ({unfused.speedup:.2g}x)"])
+    return rst_table(head, rows)
+
+
+# ------------------------------------------------------------------- CPUs
+
+#: Orders n of the square GEMMs of the CPU tables.
+CPU_SIZES: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 8192, 16384)
+
+
+def cpu_list(cpus: dict[str, Device]) -> str:
+    """``--cpu list``: key, ISA, cores, GHz, FP64, INT8, bandwidth, INT8 GEMMs per product
+    on ``cpu-onednn`` and name."""
+    from .schemes import int8_gemms_per_product
+
+    rows = [("key", "isa", "cores", "GHz", "fp64", "int8", "TB/s", "i8/prod", "name")]
+    for d in cpus.values():
+        cpu = {k: (None if f is None else f.value) for k, f in
+               ((k, d.cpu.get(k)) for k in ("cores", "ghz"))}
+        vals = [cpu["cores"], cpu["ghz"], d.get("fp64_vector"), d.get("int8"), d.get("mem_bw")]
+        rows.append((d.key, d.isa or "-", *("-" if v is None else f"{v:g}" for v in vals),
+                     str(int8_gemms_per_product(d)), d.name))
+    widths = [max(len(r[i]) for r in rows) for i in range(8)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[8] for r in rows)
+
+
+def cpu_rows(device: Device, mode: str = "accurate", gamma: float | None = None,
+             sizes: Sequence[int] = CPU_SIZES) -> list[dict]:
+    """Predicted seconds of the three CPU paths (:data:`tme_model.schemes.CPU_PATHS`) for
+    square GEMMs of each order in ``sizes`` (N and k-blocks at k = n).
+
+    Returns
+    -------
+    list of dict
+        Per n: ``n``, ``<path>_s`` and ``<path>_moduli`` / ``<path>_gemms`` per path,
+        ``int8_over_fp64`` and ``int8_over_native`` (time ratios).
+    """
+    from .schemes import CPU_PATHS, cpu_path
+
+    rows = []
+    for n in sizes:
+        row: dict = {"cpu": device.key, "mode": mode, "n": int(n)}
+        for label in CPU_PATHS:
+            path = cpu_path(device, label, mode, k=int(n), gamma=gamma)
+            row[f"{label}_s"] = path.seconds(n)
+            row[f"{label}_moduli"], row[f"{label}_gemms"] = path.moduli, path.gemms
+        row["int8_over_fp64"] = row["int8/cpu-onednn_s"] / row["fp64/cpu-blas_s"]
+        row["int8_over_native"] = row["int8/cpu-onednn_s"] / row["native_s"]
+        rows.append(row)
+    return rows
+
+
+def cpu_crossovers(device: Device, mode: str = "accurate", gamma: float | None = None) -> list:
+    """The crossovers in n of the int8 scheme against the fp64 scheme and native DGEMM,
+    and of the fp64 scheme against native (paths at :data:`~tme_model.schemes.REFERENCE_K`)."""
+    from .schemes import cpu_crossover, cpu_path
+
+    p = {label: cpu_path(device, label, mode, gamma=gamma)
+         for label in ("native", "fp64/cpu-blas", "int8/cpu-onednn")}
+    return [cpu_crossover(p["int8/cpu-onednn"], p["fp64/cpu-blas"]),
+            cpu_crossover(p["int8/cpu-onednn"], p["native"]),
+            cpu_crossover(p["fp64/cpu-blas"], p["native"])]
+
+
+def cpu_table(device: Device, mode: str = "accurate", gamma: float | None = None,
+              sizes: Sequence[int] = CPU_SIZES) -> str:
+    """The text ``tme-plot --cpu`` and ``tme-table --cpu`` print for one CPU."""
+    from .schemes import int8_gemms_per_product
+
+    rows = cpu_rows(device, mode, gamma, sizes)
+    per = int8_gemms_per_product(device)
+    r0 = rows[-1]
+    head = ["n", "native [s]", "fp64/cpu-blas [s]", "int8/cpu-onednn [s]", "int8/fp64", "int8/native"]
+    body = [[str(r["n"]), f"{r['native_s']:.3g}", f"{r['fp64/cpu-blas_s']:.3g}",
+             f"{r['int8/cpu-onednn_s']:.3g}", f"{r['int8_over_fp64']:.3g}",
+             f"{r['int8_over_native']:.3g}"] for r in rows]
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    out = [f"== {device.key}: {device.name}",
+           f"isa {device.isa} ({'VNNI/AMX: one INT8 GEMM' if per == 1 else 'no VNNI: two INT8 GEMMs'} "
+           f"per exact product on cpu-onednn); {mode} mode; fp64 scheme "
+           f"N={r0['fp64/cpu-blas_moduli']} ({r0['fp64/cpu-blas_gemms']:g} GEMMs), int8 scheme "
+           f"N={r0['int8/cpu-onednn_moduli']} ({r0['int8/cpu-onednn_gemms']:g} INT8 GEMMs); "
+           f"gamma {'estimated' if gamma is None else f'{gamma:g} s/output'}"]
+    out += ["  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in [head] + body]
+    out += ["crossovers: " + "; ".join(c.describe() for c in cpu_crossovers(device, mode, gamma))]
+    return "\n".join(out)
+
+
+def cpus_rst(mode: str = "accurate", n: int = 2048) -> str:
+    """Every shipped CPU: ISA, INT8 GEMMs per product, peaks, the time ratios at order
+    ``n`` and the crossovers (the docs' table; gamma estimated)."""
+    from .specs import load_cpus
+    from .schemes import int8_gemms_per_product
+
+    head = ["cpu", "isa", "i8/prod", "FP64 TF/s", "INT8 TOP/s", f"int8/fp64 (n={n})",
+            f"int8/native (n={n})", "int8 beats fp64 scheme", "int8 beats native"]
+    rows = []
+    for key, dev in load_cpus().items():
+        (r,) = cpu_rows(dev, mode, None, (n,))
+        cross = cpu_crossovers(dev, mode)
+        rows.append([key, dev.isa, str(int8_gemms_per_product(dev)), f"{dev.get('fp64_vector'):g}",
+                     f"{dev.get('int8'):g}", f"{r['int8_over_fp64']:.3g}",
+                     f"{r['int8_over_native']:.3g}"]
+                    + [("never" if c.kind == "never" else f"n > {c.n:.3g}" if c.kind == "above"
+                        else c.describe()) for c in cross[:2]])
     return rst_table(head, rows)

@@ -81,7 +81,7 @@ def run_case(comm, n: int, shape, panel: int, repeats: int, refs: dict, cores: i
     grid = D.make_grid(shape, comm)
     root = comm.Get_rank() == 0
     # the emulated SUMMA, also where "auto" would take the small-product path
-    kw = dict(mode="fast", **ozaki.emulated_options("fp64", n, n, n))
+    kw = dict(mode="fast", scheme="fp64", **ozaki.emulated_options("fp64", n, n, n))
     if root and n not in refs:
         rng = np.random.default_rng(n)
         A, B = rng.standard_normal((n, n)), rng.standard_normal((n, n))
