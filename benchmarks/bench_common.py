@@ -38,19 +38,29 @@ class Config:
     scheme: str
     num_moduli: int | str
     mode: str
+    engine: str = "auto"
 
     @property
     def label(self) -> str:
-        return f"{self.scheme}-{self.num_moduli}-{self.mode}"
+        return f"{self.scheme}-{self.num_moduli}-{self.mode}-{self.engine}"
+
+    def available(self) -> bool:
+        import ozaki
+        return self.engine == "auto" or self.engine in ozaki.available_engines()
 
 
 #: Every scheme with its default ("auto") count, and the fp64 scheme with 6
-#: moduli named explicitly (the issue's goal), each in fast and accurate mode.
+#: moduli named explicitly (the issue's goal), each in fast and accurate mode; the
+#: int8 scheme on both CPU engines (INT8 GEMMs on ``cpu-onednn``, where installed,
+#: and FP64 GEMMs on ``cpu-blas``: the same bits); and the default call (both
+#: "auto": the machine's choice, int8 on cpu-onednn where oneDNN has VNNI or AMX).
 #: (fp64 "auto" may pick 6 too; it is run anyway: the automatic choice has its
 #: own cost, and the count it picks may depend on the inputs.)
 CONFIGS: tuple[Config, ...] = tuple(
-    Config(scheme, nm, mode)
-    for scheme, nm in (("int8", "auto"), ("fp8", "auto"), ("fp64", 6), ("fp64", "auto"))
+    Config(scheme, nm, mode, engine)
+    for scheme, nm, engine in (("int8", "auto", "cpu-onednn"), ("int8", "auto", "cpu-blas"),
+                               ("fp8", "auto", "auto"), ("fp64", 6, "cpu-blas"),
+                               ("fp64", "auto", "cpu-blas"), ("auto", "auto", "auto"))
     for mode in ("fast", "accurate")
 )
 
@@ -95,7 +105,9 @@ def warm_up_compilation(configs=CONFIGS) -> None:
     import ozaki
     A, B = make_inputs(64)
     for cfg in configs:
-        ozaki.dgemm(A, B, scheme=cfg.scheme, num_moduli=cfg.num_moduli, mode=cfg.mode)
+        if cfg.available():
+            ozaki.dgemm(A, B, scheme=cfg.scheme, num_moduli=cfg.num_moduli, mode=cfg.mode,
+                        engine=cfg.engine)
     A @ B
 
 
@@ -104,7 +116,7 @@ def run_config(cfg: Config, A: np.ndarray, B: np.ndarray):
     import ozaki
     t0 = time.perf_counter()
     _, info = ozaki.dgemm(A, B, scheme=cfg.scheme, num_moduli=cfg.num_moduli,
-                          mode=cfg.mode, return_info=True)
+                          mode=cfg.mode, engine=cfg.engine, return_info=True)
     return time.perf_counter() - t0, info
 
 
@@ -323,3 +335,27 @@ def cpu_model() -> str:
     except OSError:
         pass
     return "unknown"
+
+
+#: ``lscpu`` flags that name the vector and matrix instruction sets, in order.
+ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_vnni",
+             "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8", "amx_bf16")
+
+
+def isa() -> dict:
+    """The CPU's model and the vector/matrix instruction sets ``lscpu`` reports."""
+    flags: set[str] = set()
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+        m = re.search(r"^Flags:\s+(.*)$", out, re.M)
+        flags = set(m.group(1).split()) if m else set()
+    except OSError:
+        pass
+    present = [f for f in ISA_FLAGS if f in flags]
+    avx512 = [f.removeprefix("avx512").lstrip("_") for f in present if f.startswith("avx512")]
+    parts = [f for f in ("avx2", "avx_vnni") if f in present]
+    if avx512:
+        parts.append("avx512" + "/".join(avx512))
+    parts.append("AMX" if "amx_tile" in present else "no AMX")
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "flags": present,
+            "summary": ", ".join(parts) if flags else "unknown (no lscpu flags)"}

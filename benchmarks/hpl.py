@@ -41,9 +41,7 @@ import json
 import math
 import os
 import platform
-import re
 import statistics
-import subprocess
 import sys
 import time
 from typing import Any, Sequence
@@ -60,9 +58,6 @@ METHODS = ("ozaki-full", "ozaki-refine", "scipy")
 RESIDUAL_LABEL = "||Ax-b||_oo/(eps*(||A||_oo*||x||_oo+||b||_oo)*N)="
 RULE, THIN = "=" * 80, "-" * 80
 HEADER = ("T/V                N    NB     P     Q               Time                 Gflops")
-#: ``lscpu`` flags that name the vector and matrix instruction sets, in order.
-ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_vnni",
-             "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8", "amx_bf16")
 QUICK_SIZES, QUICK_NB = (256, 512), 64
 #: Environment variables that set the thread counts of the BLAS and of ozaki's passes.
 THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
@@ -94,25 +89,6 @@ def scaled_residual(A: np.ndarray, x: np.ndarray, b: np.ndarray) -> dict:
     denom = EPS * (norms["norm_a"] * norms["norm_x"] + norms["norm_b"]) * A.shape[0]
     res = norms["norm_r"] / denom if denom > 0 else math.nan  # x = b = 0: no verdict
     return {"residual": res, "passed": bool(res < THRESHOLD), **norms}
-
-
-def isa() -> dict:
-    """The CPU's model and the vector/matrix instruction sets ``lscpu`` reports."""
-    flags: set[str] = set()
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-        m = re.search(r"^Flags:\s+(.*)$", out, re.M)
-        flags = set(m.group(1).split()) if m else set()
-    except OSError:
-        pass
-    present = [f for f in ISA_FLAGS if f in flags]
-    avx512 = [f.removeprefix("avx512").lstrip("_") for f in present if f.startswith("avx512")]
-    parts = [f for f in ("avx2", "avx_vnni") if f in present]
-    if avx512:
-        parts.append("avx512" + "/".join(avx512))
-    parts.append("AMX" if "amx_tile" in present else "no AMX")
-    return {"cpu": bc.cpu_model(), "cores": os.cpu_count(), "flags": present,
-            "summary": ", ".join(parts) if flags else "unknown (no lscpu flags)"}
 
 
 def _plain(value: Any) -> Any:
@@ -266,7 +242,7 @@ def run(sizes: Sequence[int], nb: int, seeds: Sequence[int], opts: dict,
             del A, b
     bar.close()
     return {"benchmark": "hpl", "created": datetime.datetime.now().isoformat(timespec="seconds"),
-            "machine": {**isa(), "python": platform.python_version(), "numpy": np.__version__,
+            "machine": {**bc.isa(), "python": platform.python_version(), "numpy": np.__version__,
                         "blas": bc.blas_info(), "pass_threads": ozaki.get_workers(),
                         "env": {k: os.environ.get(k) for k in THREAD_VARIABLES},
                         "loadavg_before": load_before,
@@ -375,7 +351,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ozaki.resolve_options(**opts)
     except (ValueError, TypeError) as exc:
         ap.error(f"ozaki options: {exc}")
-    m = isa()
+    m = bc.isa()
     print(f"HPL-style benchmark of ozaki.linalg: n = {', '.join(map(str, sizes))}, nb = {nb}, "
           f"seeds {', '.join(map(str, seeds))}, P = Q = 1; eps = 2^-53, threshold {THRESHOLD:g}"
           + (f"; fastest of {a.repeat} calls" if a.repeat > 1 else ""))

@@ -38,7 +38,10 @@ def test_numpy(benchmark, n, inputs, rounds, numpy_baseline):
 
 
 def test_ozaki(benchmark, n, cfg, inputs, rounds, numpy_baseline):
-    """``ozaki.dgemm`` with one (scheme, num_moduli, mode); ratio to numpy in extra_info."""
+    """``ozaki.dgemm`` with one (scheme, num_moduli, mode, engine); ratio to numpy in
+    extra_info (with the engine and scheme the call ran and the instruction set)."""
+    if not cfg.available():
+        pytest.skip(f"engine {cfg.engine} is not available here")
     A, B = inputs
     walls, infos = [], []
 
@@ -53,7 +56,8 @@ def test_ozaki(benchmark, n, cfg, inputs, rounds, numpy_baseline):
         walls, infos = walls[1:], infos[1:]  # drop the warm-up round
     numpy_baseline.measure(n, A, B)
     summary = bench_common.summarize(walls, infos, numpy_baseline.median(n))
-    benchmark.extra_info.update(n=n, num_moduli_arg=cfg.num_moduli, **summary,
+    benchmark.extra_info.update(n=n, num_moduli_arg=cfg.num_moduli, engine_arg=cfg.engine,
+                                isa=bench_common.isa(), **summary,
                                 workspace_n2_doubles=summary["workspace_bytes"] / (8 * n * n))
     if cfg.num_moduli != "auto":
         assert all(i.num_moduli == cfg.num_moduli for i in infos)

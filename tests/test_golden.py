@@ -9,7 +9,9 @@ asked for (then regenerate with ``python tests/test_golden.py --update`` and say
 
 Every backend must reproduce the same digests: the checks run on ``cpu`` (the default)
 and on ``numpy`` (the pure-NumPy reference), which the sets' calls then get by default
-(``ozaki.set_backend``). The digests are written from ``cpu``.
+(``ozaki.set_backend``). The digests are written from ``cpu``. Calls that leave
+``scheme`` and ``engine`` at ``"auto"`` run the machine's fastest scheme, so the sets
+pin it (``ozaki.set_scheme``): the way users get the same bits on every machine.
 """
 
 from __future__ import annotations
@@ -103,9 +105,41 @@ def factorisations() -> dict[str, str]:
         lu, piv = linalg.lu_factor(A, block_size=32, **kw)
         out[f"lu_factor/{kw}"] = _digest(lu)
         out[f"lu_factor/{kw}/piv"] = _digest(piv)
-    S = A @ A.T + 150 * np.eye(150)
+    S = (A + A.T) * 0.5 + 600 * np.eye(150)  # element-wise (no BLAS bits): SPD, dominant
     out["cho_factor"] = _digest(linalg.cho_factor(S, block_size=32)[0])
     out["solve_triangular"] = _digest(linalg.solve_triangular(np.triu(S), A, block_size=32))
+    return out
+
+
+def complex_factorisations() -> dict[str, str]:
+    """``ozaki.linalg`` on complex matrices (``zgetrf``/``zpotrf``: the complex panels and
+    diagonal solves, the complex product) and the BLAS-form ``trsm``/``syrk``. The inputs
+    are made by element-wise operations only (no BLAS call whose bits could vary)."""
+    from ozaki import linalg
+    rng = np.random.default_rng(12)
+    n = 96
+    A = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
+    B = rng.standard_normal((n, 3)) - 1j * rng.standard_normal((n, 3))
+    H = (A + A.conj().T) * 0.5 + 4 * n * np.eye(n)  # Hermitian, diagonally dominant
+    out = {}
+    # small updates (the compensated path), emulated ones (5 moduli: fewer bits than the
+    # compensated path's, so that the two cases pin different bits)
+    for kw in ({}, {"num_moduli": 5}):
+        lu, piv = linalg.lu_factor(A, block_size=32, **kw)
+        out[f"lu_factor/{kw}"] = _digest(lu)
+        out[f"lu_factor/{kw}/piv"] = _digest(piv)
+        out[f"lu_solve/C/{kw}"] = _digest(linalg.lu_solve((lu, piv), B, trans=2,
+                                                          block_size=32, **kw))
+    for lower in (False, True):
+        out[f"cho_factor/{lower}"] = _digest(linalg.cho_factor(H, lower=lower,
+                                                               block_size=32)[0])
+    out["solve_triangular/C"] = _digest(linalg.solve_triangular(A, B, trans="C", lower=True,
+                                                                block_size=32))
+    out["det"] = _digest(linalg.det(A[:40, :40], block_size=16))
+    out["trsm/right"] = _digest(linalg.trsm(0.5 - 2j, A, B.T.copy(), side=1, trans_a=2,
+                                            block_size=32))
+    out["syrk"] = _digest(linalg.syrk(1 + 1j, A[:, :40], beta=-0.5, c=H, lower=1,
+                                      block_size=32))
     return out
 
 
@@ -227,21 +261,27 @@ def real_transforms() -> dict[str, str]:
 
 
 SETS = {"emulated": emulated, "compensated": compensated, "transforms": transforms,
-        "factorisations": factorisations, "inputs": inputs, "blas": blas,
+        "factorisations": factorisations, "complex_factorisations": complex_factorisations,
+        "inputs": inputs, "blas": blas,
         "prepared": prepared, "stacks": stacks, "real_transforms": real_transforms}
 #: The sets computed with the small-product path on (its real threshold); the others run
 #: the emulation on their small products (the test suite's default, tests/conftest.py).
-REAL_THRESHOLD = ("compensated", "factorisations")
+REAL_THRESHOLD = ("compensated", "factorisations", "complex_factorisations")
+#: The scheme of the sets' calls that leave ``scheme`` and ``engine`` at "auto" (which
+#: otherwise follows the machine: int8 on cpu-onednn with VNNI, else fp64)
+PINNED = "fp64"
 
 
 def _compute() -> dict[str, dict[str, str]]:
+    import ozaki
     from ozaki.core import compensated as path
     saved = path.SMALL_WORK
     try:
         path.SMALL_WORK = 0
-        got = {name: f() for name, f in SETS.items() if name not in REAL_THRESHOLD}
-        path.SMALL_WORK = saved
-        got.update({name: SETS[name]() for name in REAL_THRESHOLD})
+        with ozaki.set_scheme(PINNED):
+            got = {name: f() for name, f in SETS.items() if name not in REAL_THRESHOLD}
+            path.SMALL_WORK = saved
+            got.update({name: SETS[name]() for name in REAL_THRESHOLD})
     finally:
         path.SMALL_WORK = saved
     return got
@@ -276,7 +316,7 @@ def test_results_match_the_golden_digests(name, backend, monkeypatch):
     given = _recorded(monkeypatch)
     # the sets call the public functions (the transforms and factorisations through
     # them) without naming a backend: they get the thread's default
-    with ozaki.set_backend(backend):
+    with ozaki.set_backend(backend), ozaki.set_scheme(PINNED):
         got = SETS[name]()
     assert given and set(given) == {backend}
     assert got.keys() == want.keys()

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import ozaki
+from benchmarks import bench_common as bc
 from benchmarks import hpl
 from ozaki import linalg
 
@@ -194,14 +195,14 @@ def test_instruction_set_summary(monkeypatch):
     text = f"Architecture: x86_64\nModel name: Test CPU\nFlags: {flags}\n"
     monkeypatch.setattr(subprocess, "run",
                         lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=text))
-    got = hpl.isa()
+    got = bc.isa()
     assert got["cpu"] == "Test CPU"
     assert got["flags"] == ["avx2", "fma", "avx512f", "avx512dq", "avx512_vnni", "amx_tile",
                             "amx_int8"]
     assert got["summary"] == "avx2, avx512f/dq/vnni, AMX"
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
         a, 0, stdout="Flags: sse2 avx2\n"))
-    assert hpl.isa()["summary"] == "avx2, no AMX"
+    assert bc.isa()["summary"] == "avx2, no AMX"
 
 
 @pytest.mark.parametrize("argv,words", [

@@ -372,11 +372,18 @@ def test_product_options_checked_up_front():
         ol.solve(np.eye(1), np.ones(1), engine="gpu-nonexistent")
 
 
-def test_complex_input_is_future_work():
-    with pytest.raises(NotImplementedError, match="zgemm"):
-        ol.lu_factor(np.eye(2) * (1 + 1j))
-    with pytest.raises(NotImplementedError, match="zgemm"):
-        ol.solve(np.eye(2), np.ones(2) * 1j)
+def test_unsupported_dtypes_named():
+    # complex input is factored (tests/test_linalg_complex.py); long double and
+    # non-numeric input are refused, naming the argument
+    for bad, what in ((np.eye(2, dtype=np.longdouble), "long double"),
+                      (np.eye(2, dtype=np.clongdouble), "long double"),
+                      (np.array([["a", "b"], ["c", "d"]]), "numeric")):
+        if bad.dtype in (np.float64, np.complex128):
+            continue  # long double is double on this platform
+        with pytest.raises(TypeError, match=f"^a .*{what}|a must be .*{what}"):
+            ol.lu_factor(bad)
+        with pytest.raises(TypeError, match=f"b .*{what}|b must be .*{what}"):
+            ol.solve(np.eye(2), bad[:, 0])
 
 
 def test_inputs_untouched_unless_overwrite(rng):

@@ -1,5 +1,5 @@
 """Argument checks shared by ``ozaki.linalg``: matrices, right-hand sides, block size,
-product options, ``trans``."""
+product options, ``trans``, and the dtypes scipy.linalg returns."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["DEFAULT_BLOCK_SIZE", "PRODUCT_OPTIONS", "block_size_of", "product_options",
-           "matrix", "rhs", "result_dtype", "trans_of", "square"]
+           "matrix", "rhs", "array", "result_dtype", "lapack_dtype", "solve_dtype", "work_dtype",
+           "same_kind", "trans_of", "square"]
 
 #: Default block size ``nb`` (columns per panel).
 DEFAULT_BLOCK_SIZE = 128
@@ -16,8 +17,13 @@ DEFAULT_BLOCK_SIZE = 128
 #: The keyword arguments passed through to :func:`ozaki.gemm`.
 PRODUCT_OPTIONS = ("scheme", "num_moduli", "mode", "engine", "fallback")
 
-_COMPLEX_MSG = ("{name} is complex: ozaki.linalg factors real matrices only for now "
-                "(complex factorisations through ozaki.zgemm are future work)")
+# scipy.linalg's choice of LAPACK/BLAS precision (scipy.linalg.blas.find_best_blas_type):
+# bool, 8- and 16-bit integers and float16/32 score 1 (single), wider integers and float64
+# 2 (double), complex64 3, complex128 4; the highest score wins, and complex64 with a
+# double-scored array is complex128.
+_SCORE = {**{c: 1 for c in "?bBhHef"}, **{c: 2 for c in "iIlLqQd"}, "F": 3, "D": 4}
+_BY_SCORE = {1: np.dtype(np.float32), 2: np.dtype(np.float64), 3: np.dtype(np.complex64),
+             4: np.dtype(np.complex128)}
 
 
 def block_size_of(block_size: Any) -> int:
@@ -44,41 +50,91 @@ def product_options(routine: str, options: dict) -> dict:
     return opts
 
 
+def lapack_dtype(*arrays: np.ndarray) -> np.dtype:
+    """The dtype of scipy.linalg's result for these inputs (its BLAS/LAPACK prefix rule).
+
+    float32 for bool, 8/16-bit integers, float16 and float32; float64 for wider
+    integers and float64; complex64 for complex64 (with single-scored arrays only);
+    complex128 otherwise. ``lu_factor``, ``lu``, ``cholesky``, ``cho_factor``,
+    ``inv``, ``solve_triangular``, ``lu_solve``, ``cho_solve`` follow it.
+    """
+    scores = [_SCORE.get(x.dtype.char, 2) for x in arrays]
+    best = max(scores)
+    if best == 3 and 2 in scores:
+        best = 4
+    return _BY_SCORE[best]
+
+
+def solve_dtype(*arrays: np.ndarray) -> np.dtype:
+    """scipy.linalg.solve's rule: ``np.result_type`` of the inputs; float64 when that is
+    not inexact (bool and integers); then single (<= 32 bits) or double precision."""
+    dt = np.result_type(*arrays)
+    if not np.issubdtype(dt, np.inexact):
+        return np.dtype(np.float64)
+    cplx = dt.kind == "c"
+    if np.finfo(dt).bits <= 32:
+        return np.dtype(np.complex64 if cplx else np.float32)
+    return np.dtype(np.complex128 if cplx else np.float64)
+
+
 def result_dtype(x: np.ndarray) -> np.dtype:
-    """The dtype scipy.linalg returns for input ``x``: float32 for float16/32, else float64."""
-    return np.dtype(np.float32) if x.dtype in (np.float16, np.float32) else np.dtype(np.float64)
+    """The dtype scipy.linalg returns for input ``x`` alone (:func:`lapack_dtype`)."""
+    return lapack_dtype(x)
+
+
+def work_dtype(dt: np.dtype) -> np.dtype:
+    """The dtype of the computation: float64, or complex128 for a complex ``dt``."""
+    return np.dtype(np.complex128 if np.dtype(dt).kind == "c" else np.float64)
+
+
+def same_kind(*works: np.ndarray) -> list[np.ndarray]:
+    """The work arrays, all complex128 (new copies of the real ones) when one is complex."""
+    if any(w.dtype.kind == "c" for w in works):
+        return [w if w.dtype == np.complex128 else w.astype(np.complex128) for w in works]
+    return list(works)
 
 
 def _array(a: Any, name: str, check_finite: bool) -> np.ndarray:
     if isinstance(a, np.ma.MaskedArray):
         raise TypeError(f"{name} is a masked array: pass np.ma.filled({name}) or its data")
     x = np.asarray(a)
-    if np.iscomplexobj(x):
-        raise NotImplementedError(_COMPLEX_MSG.format(name=name))
     if x.dtype == object or not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_):
-        raise TypeError(f"{name} must be a real numeric array, got dtype {x.dtype}")
-    if x.dtype.kind == "f" and x.dtype.itemsize > 8:
-        raise TypeError(f"{name} is long double ({x.dtype}): convert it to float64 first")
-    if check_finite and x.dtype.kind == "f" and not np.isfinite(x).all():
+        raise TypeError(f"{name} must be a real or complex numeric array, got dtype {x.dtype}")
+    if x.dtype.kind in "fc" and work_dtype(x.dtype).itemsize < x.dtype.itemsize:
+        raise TypeError(f"{name} is long double ({x.dtype}): convert it to "
+                        f"{work_dtype(x.dtype)} first")
+    if check_finite and x.dtype.kind in "fc" and not np.isfinite(x).all():
         raise ValueError("array must not contain infs or NaNs")
+    return x
+
+
+def array(a: Any, name: str, *, ndim: int | None = None,
+          check_finite: bool = False) -> np.ndarray:
+    """``a`` as a real or complex numeric ndarray (a view when it is one; never copied
+    here), of ``ndim`` dimensions when given; ``TypeError``/``ValueError`` naming it."""
+    x = _array(a, name, check_finite)
+    if ndim is not None and x.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D array, got {x.ndim} dimension(s) "
+                         f"(shape {x.shape})")
     return x
 
 
 def matrix(a: Any, name: str, check_finite: bool, overwrite: bool, *,
            square_only: bool = True) -> tuple[np.ndarray, np.ndarray, np.dtype]:
-    """``(work, original, dtype)``: a float64 work array (``a`` itself when ``overwrite``
-    and ``a`` is a writable float64 ndarray, else a copy), the input array, and the
-    dtype of the result."""
+    """``(work, original, dtype)``: a float64 (complex128 for complex input) work array
+    (``a`` itself when ``overwrite`` and ``a`` is a writable ndarray of that dtype,
+    else a copy), the input array, and the dtype of the result (:func:`result_dtype`)."""
     x = _array(a, name, check_finite)
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array, got {x.ndim} dimension(s) "
                          f"(shape {x.shape})")
     if square_only:
         square(x, name)
-    if (overwrite and isinstance(a, np.ndarray) and x is a and x.dtype == np.float64
+    wdt = work_dtype(x.dtype)
+    if (overwrite and isinstance(a, np.ndarray) and x is a and x.dtype == wdt
             and x.flags.writeable):
-        return x, x, np.dtype(np.float64)
-    return np.array(x, dtype=np.float64, order="C", copy=True), x, result_dtype(x)
+        return x, x, wdt
+    return np.array(x, dtype=wdt, order="C", copy=True), x, result_dtype(x)
 
 
 def square(x: np.ndarray, name: str) -> None:
@@ -88,18 +144,21 @@ def square(x: np.ndarray, name: str) -> None:
 
 def rhs(b: Any, n: int, check_finite: bool, overwrite: bool, a_shape: tuple,
         name: str = "b") -> tuple[np.ndarray, np.ndarray, np.dtype]:
-    """``(work, b, dtype)``: ``b`` (shape (n,) or (n, ...)) as a float64 (n, k) work array."""
+    """``(work, b, dtype)``: ``b`` (shape (n,) or (n, ...)) as a float64 (complex128 for
+    complex ``b``) (n, k) work array, ``b`` as an array, and its :func:`result_dtype`."""
     x = _array(b, name, check_finite)
     if x.ndim == 0 or x.shape[0] != n:
         raise ValueError(f"shapes of a {tuple(a_shape)} and {name} {x.shape} are incompatible")
     k = int(np.prod(x.shape[1:], dtype=np.int64))
-    if overwrite and x is b and x.dtype == np.float64 and x.flags.writeable:
-        return x.reshape(n, k), x, np.dtype(np.float64)  # a view when the layout allows
-    return np.array(x.reshape(n, k), dtype=np.float64, copy=True), x, result_dtype(x)
+    wdt = work_dtype(x.dtype)
+    if overwrite and x is b and x.dtype == wdt and x.flags.writeable:
+        return x.reshape(n, k), x, wdt  # a view when the layout allows
+    return np.array(x.reshape(n, k), dtype=wdt, copy=True), x, result_dtype(x)
 
 
 def trans_of(trans: Any) -> int:
-    """scipy's ``trans``: 0/'N', 1/'T', 2/'C' (the transpose for real matrices)."""
+    """scipy's ``trans``: 0/'N', 1/'T', 2/'C' (the conjugate transpose; the transpose for
+    real matrices)."""
     table = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2, "n": 0, "t": 1, "c": 2}
     try:
         return table[trans]

@@ -84,15 +84,30 @@ class Recorder:
             self.info.seconds[name] += time.perf_counter() - t
 
     def update(self, C: np.ndarray, A: np.ndarray, B: np.ndarray, *,
-               trans_b: bool = False) -> np.ndarray:
-        """``C - op(A) op(B)`` (``op(B) = B.T`` with ``trans_b``): a new array.
+               trans_b: bool | str = False) -> np.ndarray:
+        """``C - op(A) op(B)`` (``op(B)``: ``B.T`` with ``trans_b`` True or ``"T"``,
+        ``B^H`` with ``"C"``): a new array, the bits of ``fl(C - X)`` with ``X`` the
+        FP64-grade product, which depend only on ``A``, ``B`` and the options.
 
-        One :func:`ozaki.gemm` call, ``fl(C - X)`` with ``X`` the FP64-grade
-        product, whose bits depend only on ``A``, ``B`` and the options.
+        Real operands: one :func:`ozaki.gemm` call with ``alpha=-1, beta=1`` (its result
+        is ``fl(fl(-X) + C) = fl(C - X)``). Complex ones: the complex product ``X``
+        (:func:`ozaki.gemm` on complex operands runs :func:`ozaki.zgemm`'s), then
+        ``C - X`` part by part (one rounding each): subtracting directly rather than
+        through ``alpha=-1`` keeps the complex scaling ``(-1 + 0i) X``, where
+        ``inf * 0`` would make a NaN, out of the update.
         """
+        tb = "T" if trans_b is True else ("N" if trans_b is False else trans_b)
+        if np.iscomplexobj(A) or np.iscomplexobj(B) or np.iscomplexobj(C):
+            return C - self.product(A, B, trans_b=tb)
+        return self.product(A, B, C, alpha=-1.0, beta=1.0, trans_b=tb)
+
+    def product(self, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, *,
+                alpha: float | complex = 1.0, beta: float | complex = 0.0,
+                trans_b: str = "N") -> np.ndarray:
+        """One timed and counted :func:`ozaki.gemm` call ``alpha A op(B) + beta C``."""
         from ..api.front import gemm
         t = time.perf_counter()
-        X, inf = gemm(A, B, C, alpha=-1.0, beta=1.0, trans_b="T" if trans_b else "N",
+        X, inf = gemm(A, B, C, alpha=alpha, beta=beta, trans_b=trans_b,
                       return_info=True, **self.info.options)
         dt = time.perf_counter() - t
         self.info.seconds["updates"] += dt

@@ -23,6 +23,10 @@ on the operands (no BLAS or LAPACK), and each product's bits depend only on its
 operands and the product options (:func:`ozaki.gemm`'s contract: not on the engine
 for a given scheme and mode, not on the thread count). So ``lu``'s bits depend only
 on the input, ``block_size`` and the product options.
+
+Complex matrices (``zgetrf``): the same steps on complex128 work arrays, the panel
+and the small solves in :mod:`ozaki.linalg.zkernels` (pivot of largest
+``|Re| + |Im|``, as ``izamax``), the trailing update through the complex product.
 """
 
 from __future__ import annotations
@@ -32,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from . import kernels
-from .arguments import (DEFAULT_BLOCK_SIZE, block_size_of, matrix, product_options, rhs,
-                        trans_of)
+from . import zkernels
+from .arguments import (DEFAULT_BLOCK_SIZE, block_size_of, lapack_dtype, matrix,
+                        product_options, rhs, same_kind, trans_of)
 from .info import Recorder, result
 from .triangular import trsm
 
@@ -50,7 +54,9 @@ def _linalg_warning():
 
 
 def factor(W: np.ndarray, nb: int, rec: Recorder) -> tuple[np.ndarray, int]:
-    """Blocked right-looking LU of ``W`` (m, n) in place; ``(piv, first zero pivot or -1)``."""
+    """Blocked right-looking LU of ``W`` (m, n, float64 or complex128) in place;
+    ``(piv, first zero pivot or -1)``."""
+    kernels = zkernels.of(W)
     m, n = W.shape
     K = min(m, n)
     piv = np.arange(K, dtype=np.int32)
@@ -77,16 +83,18 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True, *,
 
     ``a = P L U`` with ``L`` unit lower triangular (trapezoidal), ``U`` upper, ``P``
     the row interchanges of LAPACK's ``getrf`` (pivot: the first entry of largest
-    magnitude in the column). Blocked right-looking; the trailing updates run
-    through :func:`ozaki.gemm`, the panels in deterministic compiled kernels.
+    magnitude in the column; complex: of largest ``|Re| + |Im|``, as ``zgetrf``).
+    Blocked right-looking; the trailing updates run through :func:`ozaki.gemm` (the
+    complex product for complex input), the panels in deterministic compiled kernels.
 
     Parameters
     ----------
     a : (M, N) array_like
-        Real (bool, int, float16/32/64). Never modified unless ``overwrite_a``.
+        Real or complex (bool, int, float16/32/64, complex64/128). Never modified
+        unless ``overwrite_a``.
     overwrite_a : bool
-        When ``a`` is a writable float64 ndarray, factor it in place and return it
-        as ``lu``.
+        When ``a`` is a writable float64 or complex128 ndarray, factor it in place
+        and return it as ``lu``.
     check_finite : bool
         Raise ``ValueError`` on infs or NaNs.
     block_size : int
@@ -102,7 +110,9 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True, *,
     -------
     lu : (M, N) ndarray
         ``U`` in the upper triangle, ``L``'s multipliers below the diagonal.
-        float32 for float16/float32 input (computed in float64, then rounded).
+        scipy's dtype: float32 for bool, 8/16-bit integers, float16 and float32,
+        complex64 for complex64 (computed in float64 or complex128, then rounded),
+        else float64 or complex128.
     piv : (min(M, N),) ndarray of int32
         Row ``i`` was interchanged with row ``piv[i]`` (0-based, LAPACK's order).
 
@@ -117,8 +127,6 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True, *,
     ValueError
         Not 2-D, non-finite values with ``check_finite``, bad ``block_size``
         (``TypeError`` when not an int), unknown product options.
-    NotImplementedError
-        Complex input (future work, through :func:`ozaki.zgemm`).
     """
     nb = block_size_of(block_size)
     opts = product_options("lu_factor", product_options_)
@@ -128,7 +136,7 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True, *,
     if zero >= 0:
         warnings.warn(f"Diagonal number {zero + 1} is exactly zero. Singular matrix.",
                       _linalg_warning(), stacklevel=2)
-    lu_ = W if dt == np.float64 else W.astype(dt)
+    lu_ = W if dt == W.dtype else W.astype(dt)
     return result((lu_, piv), rec, return_info)
 
 
@@ -143,7 +151,10 @@ def _swaps(X: np.ndarray, piv: np.ndarray, reverse: bool) -> None:
 
 def solve_factored(LU: np.ndarray, piv: np.ndarray, X: np.ndarray, t: int, nb: int,
                    rec: Recorder) -> None:
-    """``X <- op(A)^-1 X`` in place from ``A = P L U`` (``t``: 0 plain, 1/2 transposed)."""
+    """``X <- op(A)^-1 X`` in place from ``A = P L U`` (``t``: 0 plain, 1 transposed,
+    2 conjugate transposed). ``LU`` and ``X`` are both real or both complex."""
+    if t == 2 and np.iscomplexobj(LU):
+        LU = LU.conj()  # A^H = conj(U)^T conj(L)^T P^T: the transposed solves on conj(LU)
     if t == 0:
         with rec.phase("other"):
             _swaps(X, piv, reverse=False)
@@ -159,7 +170,7 @@ def solve_factored(LU: np.ndarray, piv: np.ndarray, X: np.ndarray, t: int, nb: i
 def lu_solve(lu_and_piv: tuple, b: Any, trans: int | str = 0, overwrite_b: bool = False,
              check_finite: bool = True, *, block_size: int = DEFAULT_BLOCK_SIZE,
              return_info: bool = False, **product_options_):
-    """Solve ``a x = b`` (or ``a^T x = b``) from :func:`lu_factor`'s ``(lu, piv)``.
+    """Solve ``a x = b`` (``a^T x = b``, ``a^H x = b``) from :func:`lu_factor`'s ``(lu, piv)``.
 
     As scipy.linalg.lu_solve. The two triangular solves are blocked
     (:func:`~ozaki.linalg.solve_triangular`'s block TRSM): diagonal blocks in
@@ -170,7 +181,7 @@ def lu_solve(lu_and_piv: tuple, b: Any, trans: int | str = 0, overwrite_b: bool 
     lu_and_piv : (lu, piv)
     b : (M,) or (M, ...) array_like
     trans : {0, 1, 2, 'N', 'T', 'C'}
-        0: ``a x = b``; 1, 2: ``a^T x = b``.
+        0: ``a x = b``; 1: ``a^T x = b``; 2: ``a^H x = b`` (``a^T`` for real ``a``).
     overwrite_b, check_finite
         As scipy.
     block_size, return_info, **product_options_
@@ -179,23 +190,26 @@ def lu_solve(lu_and_piv: tuple, b: Any, trans: int | str = 0, overwrite_b: bool 
     Returns
     -------
     x : ndarray, the shape of ``b``
+        scipy's dtype for ``lu`` and ``b`` (complex when either is; a real ``lu``
+        with a complex ``b`` is solved in complex arithmetic).
     """
     nb = block_size_of(block_size)
     opts = product_options("lu_solve", product_options_)
     t = trans_of(trans)
     lu_, piv = lu_and_piv
-    LU, _, ldt = matrix(lu_, "lu", check_finite, False, square_only=False)
+    LU, lu0, _ = matrix(lu_, "lu", check_finite, False, square_only=False)
     if LU.shape[0] != LU.shape[1]:
         raise ValueError(f"lu must be square, got shape {LU.shape}")
     piv = np.asarray(piv)
     if piv.shape != (LU.shape[0],):
         raise ValueError(f"piv must have shape {(LU.shape[0],)}, got {piv.shape}")
-    X, b0, bdt = rhs(b, LU.shape[0], check_finite, overwrite_b, LU.shape)
+    X, b0, _ = rhs(b, LU.shape[0], check_finite, overwrite_b, LU.shape)
+    LU, X = same_kind(LU, X)
     rec = Recorder("lu_solve", LU.shape, nb, opts)
     solve_factored(LU, piv, X, t, nb, rec)
     x = X.reshape(b0.shape)
-    dt = np.promote_types(ldt, bdt)
-    if dt != np.float64:
+    dt = lapack_dtype(lu0, b0)
+    if dt != x.dtype:
         x = x.astype(dt)
     return result(x, rec, return_info)
 
@@ -210,7 +224,9 @@ def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite:
     (p, l, u)
         ``p`` (M, M) permutation matrix, or with ``p_indices`` an int32 index
         vector with ``a == l[p] @ u``; ``l`` (M, K) unit lower trapezoidal, ``u``
-        (K, N) upper, ``K = min(M, N)``.
+        (K, N) upper, ``K = min(M, N)``. ``p`` is real (float32 or float64) for
+        complex input too, as scipy's; for a 1 x 1 ``a``, as scipy's scalar case,
+        ``p`` has ``a``'s dtype and the index vector is int64.
     (pl, u)
         With ``permute_l``: ``pl = p @ l`` (rows of ``l`` permuted, no arithmetic).
 
@@ -232,12 +248,13 @@ def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite:
     p = np.empty(m, dtype=np.int32)
     p[perm] = np.arange(m, dtype=np.int32)  # a[i] = (L U)[p[i]]
     L, U = L.astype(dt, copy=False), U.astype(dt, copy=False)
+    scalar = (m, n) == (1, 1)  # scipy's scalar case: p int64, P of a's dtype (complex too)
     if permute_l:
         out = (L[p], U)
     elif p_indices:
-        out = (p, L, U)
+        out = (p.astype(np.int64) if scalar else p, L, U)
     else:
-        P = np.zeros((m, m), dtype=dt)
+        P = np.zeros((m, m), dtype=dt if scalar else np.zeros(0, dt).real.dtype)
         P[np.arange(m), p] = 1.0
         out = (P, L, U)
     return result(out, rec, return_info)

@@ -7,15 +7,17 @@ from typing import Any
 import numpy as np
 
 from .cholesky import factor as cholesky_in_place
+from .cholesky import solve_factored as cholesky_solve
 from .lu import factor as lu_in_place
 from .lu import solve_factored
-from .arguments import (DEFAULT_BLOCK_SIZE, block_size_of, matrix, product_options, rhs)
+from .arguments import (DEFAULT_BLOCK_SIZE, block_size_of, matrix, product_options, rhs,
+                        same_kind, solve_dtype)
 from .info import Recorder, result
 from .triangular import trsm
 
 __all__ = ["solve", "inv", "det"]
 
-_GENERAL = (None, "gen", "general", "sym", "symmetric")
+_GENERAL = (None, "gen", "general", "sym", "symmetric", "her", "hermitian")
 _POSITIVE = ("pos", "positive definite")
 _TRIANGULAR = {"lower triangular": True, "upper triangular": False}
 
@@ -27,8 +29,9 @@ def _kind(assume_a) -> str:
         return "pos"
     if assume_a in _TRIANGULAR:
         return assume_a
-    raise ValueError(f"assume_a must be one of 'gen', 'general', 'sym', 'symmetric', 'pos', "
-                     f"'positive definite', 'lower triangular', 'upper triangular' or None; "
+    raise ValueError(f"assume_a must be one of 'gen', 'general', 'sym', 'symmetric', 'her', "
+                     f"'hermitian', 'pos', 'positive definite', 'lower triangular', "
+                     f"'upper triangular' or None; "
                      f"got {assume_a!r} (other structures are not supported by ozaki.linalg)")
 
 
@@ -38,17 +41,18 @@ def _singular():
 
 def _solve_into(A: np.ndarray, X: np.ndarray, kind: str, lower: bool, transposed: bool,
                 nb: int, rec: Recorder) -> None:
-    """``X <- op(A)^-1 X`` with ``A`` a float64 work array (destroyed)."""
+    """``X <- op(A)^-1 X`` with ``A`` a float64 or complex128 work array (destroyed; ``X``
+    of the same kind); ``op(A) = A^T`` with ``transposed`` (not conjugated)."""
     if kind == "gen":
         piv, zero = lu_in_place(A, nb, rec)
         if zero >= 0:
             raise _singular()
         solve_factored(A, piv, X, 1 if transposed else 0, nb, rec)
     elif kind == "pos":
-        L = A if lower else A.T
-        cholesky_in_place(L, nb, rec)
-        trsm(L, X, True, False, nb, rec)
-        trsm(L.T, X, False, False, nb, rec)
+        if transposed and A.dtype.kind == "c":
+            A = A.conj()  # A^T = conj(A) for a Hermitian A, Hermitian positive definite too
+        cholesky_in_place(A if lower else A.T, nb, rec)
+        cholesky_solve(A, lower, X, nb, rec)
     else:
         low = _TRIANGULAR[kind]
         if np.any(np.diagonal(A) == 0):
@@ -66,24 +70,32 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False,
     Parameters
     ----------
     a : (N, N) array_like
+        Real or complex.
     b : (N,) or (N, ...) array_like
     lower : bool
         With ``assume_a="pos"``: read the lower triangle of ``a`` (else the upper).
     assume_a : str or None
-        ``None``, ``"gen"``, ``"general"``, ``"sym"``, ``"symmetric"``, ``"pos"``,
-        ``"positive definite"``, ``"lower triangular"`` or ``"upper triangular"``.
-        ``None``, ``"gen"`` and ``"sym"``: LU with partial pivoting
-        (:func:`~ozaki.linalg.lu_factor`; no symmetric-indefinite factorisation,
-        no structure detection); ``"pos"``: Cholesky; triangular: one blocked
+        ``None``, ``"gen"``, ``"general"``, ``"sym"``, ``"symmetric"``, ``"her"``,
+        ``"hermitian"``, ``"pos"``, ``"positive definite"``, ``"lower triangular"``
+        or ``"upper triangular"``. ``None``, ``"gen"``, ``"sym"`` and ``"her"``: LU
+        with partial pivoting (:func:`~ozaki.linalg.lu_factor`; no symmetric- or
+        Hermitian-indefinite factorisation, no structure detection); ``"pos"``:
+        Cholesky (Hermitian for complex ``a``); triangular: one blocked
         triangular solve.
-    overwrite_a, overwrite_b, check_finite, transposed
+    overwrite_a, overwrite_b, check_finite
         As scipy.
+    transposed : bool
+        Solve ``a^T x = b`` (the plain transpose, complex ``a`` too, where
+        scipy raises ``NotImplementedError``).
     block_size, return_info, **product_options_
         As :func:`~ozaki.linalg.lu_factor`.
 
     Returns
     -------
     x : ndarray, the shape of ``b``
+        scipy.linalg.solve's dtype: ``np.result_type(a, b)`` in single (at most 32
+        bits: float32, complex64) or double precision; float64 for bool and integer
+        inputs. Complex when ``a`` or ``b`` is (a real ``a`` is then taken as complex).
 
     Raises
     ------
@@ -98,13 +110,14 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False,
     nb = block_size_of(block_size)
     opts = product_options("solve", product_options_)
     kind = _kind(assume_a)
-    A, _, adt = matrix(a, "a", check_finite, overwrite_a)
-    X, b0, bdt = rhs(b, A.shape[0], check_finite, overwrite_b, A.shape)
+    A, a0, _ = matrix(a, "a", check_finite, overwrite_a)
+    X, b0, _ = rhs(b, A.shape[0], check_finite, overwrite_b, A.shape)
+    A, X = same_kind(A, X)
     rec = Recorder("solve", A.shape, nb, opts)
     _solve_into(A, X, kind, bool(lower), bool(transposed), nb, rec)
     x = X.reshape(b0.shape)
-    dt = np.promote_types(adt, bdt)
-    if dt != np.float64:
+    dt = solve_dtype(a0, b0)
+    if dt != x.dtype:
         x = x.astype(dt)
     return result(x, rec, return_info)
 
@@ -115,16 +128,18 @@ def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True, *,
     """Inverse of a square matrix, as scipy.linalg.inv: :func:`solve` with the identity.
 
     ``assume_a`` and ``lower`` as :func:`solve` (``"pos"``: through Cholesky).
-    Raises ``LinAlgError("Matrix is singular.")`` on an exact zero pivot.
+    Raises ``LinAlgError("Matrix is singular.")`` on an exact zero pivot. Returns
+    scipy's dtype: that of :func:`~ozaki.linalg.lu_factor` (float32 for single
+    precision input, complex64 for complex64).
     """
     nb = block_size_of(block_size)
     opts = product_options("inv", product_options_)
     kind = _kind(assume_a)
     A, _, dt = matrix(a, "a", check_finite, overwrite_a)
     rec = Recorder("inv", A.shape, nb, opts)
-    X = np.eye(A.shape[0])
+    X = np.eye(A.shape[0], dtype=A.dtype)
     _solve_into(A, X, kind, bool(lower), False, nb, rec)
-    return result(X if dt == np.float64 else X.astype(dt), rec, return_info)
+    return result(X if dt == X.dtype else X.astype(dt), rec, return_info)
 
 
 def det(a: Any, overwrite_a: bool = False, check_finite: bool = True, *,
@@ -132,18 +147,27 @@ def det(a: Any, overwrite_a: bool = False, check_finite: bool = True, *,
     """Determinant from the LU factorisation, as scipy.linalg.det.
 
     The product of ``U``'s diagonal in order (a Python loop: a fixed order of
-    roundings), negated once per row interchange. ``0.0`` for an exactly singular
-    matrix, ``1.0`` for a 0 x 0 one. Returns a numpy float64 scalar (float32 input
-    too, as scipy).
+    roundings; complex products spelled out in real operations,
+    ``(dr ur - di ui, dr ui + di ur)``, so no fused multiply-add can enter), negated
+    once per row interchange. ``0.0`` for an exactly singular matrix, ``1.0`` for a
+    0 x 0 one. Returns a numpy float64 scalar for real input (float32 too, as scipy),
+    a numpy complex128 one for complex input (complex64 too).
     """
     nb = block_size_of(block_size)
     opts = product_options("det", product_options_)
     A, _, _ = matrix(a, "a", check_finite, overwrite_a)
     rec = Recorder("det", A.shape, nb, opts)
     piv, _ = lu_in_place(A, nb, rec)
-    d = 1.0
+    odd = int(np.count_nonzero(piv != np.arange(len(piv)))) % 2
+    if A.dtype.kind != "c":
+        d = 1.0
+        for i in range(A.shape[0]):
+            d *= float(A[i, i])
+        return result(np.float64(-d if odd else d), rec, return_info)
+    dr, di = 1.0, 0.0
     for i in range(A.shape[0]):
-        d *= float(A[i, i])
-    if int(np.count_nonzero(piv != np.arange(len(piv)))) % 2:
-        d = -d
-    return result(np.float64(d), rec, return_info)
+        ur, ui = float(A[i, i].real), float(A[i, i].imag)
+        dr, di = dr * ur - di * ui, dr * ui + di * ur
+    if odd:
+        dr, di = -dr, -di
+    return result(np.complex128(complex(dr, di)), rec, return_info)

@@ -8,7 +8,8 @@ through :func:`ozaki.gemm` (right-looking: the block just solved is
 eliminated from all rows still to be solved). Only the referenced triangle
 of ``T`` is read. Block boundaries are multiples of ``nb`` from the first row
 (for upper and lower triangles alike), so a solve's bits depend only on the
-operands, ``nb`` and the product options.
+operands, ``nb`` and the product options. Complex operands: the kernels of
+:mod:`ozaki.linalg.zkernels` and the complex product.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from . import kernels
-from .arguments import (DEFAULT_BLOCK_SIZE, block_size_of, matrix, product_options, rhs,
-                        trans_of)
+from . import zkernels
+from .arguments import (DEFAULT_BLOCK_SIZE, block_size_of, lapack_dtype, matrix,
+                        product_options, rhs, same_kind, trans_of)
 from .info import Recorder, result
 
 __all__ = ["solve_triangular", "trsm"]
@@ -27,7 +28,9 @@ __all__ = ["solve_triangular", "trsm"]
 
 def trsm(T: np.ndarray, B: np.ndarray, lower: bool, unit: bool, nb: int,
          rec: Recorder) -> None:
-    """``B <- T^-1 B`` in place (``T`` may be a transposed view)."""
+    """``B <- T^-1 B`` in place (``T`` may be a transposed view; ``T`` and ``B`` both real
+    or both complex)."""
+    kernels = zkernels.of(T, B)
     n = T.shape[0]
     if n == 0 or B.shape[1] == 0:
         return
@@ -61,8 +64,8 @@ def solve_triangular(a: Any, b: Any, trans: int | str = 0, lower: bool = False,
         when ``unit_diagonal``).
     b : (M,) or (M, N) array_like
     trans : {0, 1, 2, 'N', 'T', 'C'}
-        ``a x = b`` (0, 'N') or ``a^T x = b`` (1, 'T'; 2, 'C': the same for real
-        matrices).
+        ``a x = b`` (0, 'N'), ``a^T x = b`` (1, 'T') or ``a^H x = b`` (2, 'C': the
+        transpose for real matrices).
     lower, unit_diagonal, overwrite_b, check_finite
         As in scipy.linalg.solve_triangular.
     block_size : int
@@ -76,7 +79,9 @@ def solve_triangular(a: Any, b: Any, trans: int | str = 0, lower: bool = False,
     Returns
     -------
     x : ndarray, the shape of ``b``
-        float32 for float32 (or float16) ``a`` and ``b``, else float64.
+        scipy's dtype: float32 or complex64 when ``a`` and ``b`` are single precision
+        (float16/32, complex64, bool, 8/16-bit integers), else float64 or complex128;
+        complex when either is (a real ``a`` is then taken as complex).
 
     Raises
     ------
@@ -90,17 +95,20 @@ def solve_triangular(a: Any, b: Any, trans: int | str = 0, lower: bool = False,
     nb = block_size_of(block_size)
     opts = product_options("solve_triangular", product_options_)
     t = trans_of(trans)
-    A, a0, adt = matrix(a, "a", check_finite, False)
-    X, b0, bdt = rhs(b, A.shape[0], check_finite, overwrite_b, A.shape)
+    A, a0, _ = matrix(a, "a", check_finite, False)
+    X, b0, _ = rhs(b, A.shape[0], check_finite, overwrite_b, A.shape)
+    A, X = same_kind(A, X)
     rec = Recorder("solve_triangular", A.shape, nb, opts)
     if not unit_diagonal:
-        z = kernels.first_zero(np.diagonal(A))
+        z = zkernels.first_zero(np.diagonal(A))
         if z >= 0:
             raise np.linalg.LinAlgError(f"singular matrix: resolution failed at diagonal {z}")
+    if t == 2 and A.dtype.kind == "c":
+        A = A.conj()  # a^H = conj(a)^T (a work copy: conjugation is exact)
     T, low = (A, lower) if t == 0 else (A.T, not lower)
     trsm(T, X, low, bool(unit_diagonal), nb, rec)
-    dt = np.promote_types(adt, bdt)
+    dt = lapack_dtype(a0, b0)
     x = X.reshape(b0.shape)
-    if dt != np.float64:
+    if dt != x.dtype:
         x = x.astype(dt)
     return result(x, rec, return_info)
