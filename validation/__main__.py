@@ -6,7 +6,10 @@ with ``--docs DOCS`` also ``DOCS/_generated/validation_report.{md,rst}`` and
 Exit status 1 when any check fails (see :mod:`validation.suite`); failures that
 match a known, reported ozaki bug (``validation.suite.KNOWN_ISSUES``) are listed
 apart and do not set it. The FFT campaign is its own entry, ``python -m validation.fft``
-(:mod:`validation.fft`), writing ``fft_*`` files beside these.
+(:mod:`validation.fft`), writing ``fft_*`` files beside these, and so is the linear
+algebra campaign, ``python -m validation.linalg`` (:mod:`validation.linalg`, ``linalg_*``
+files); ``--family fft`` and ``--family linalg`` run them from here (the other options
+are theirs; the default, ``--family gemm``, is this campaign).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import os
 # on one thread.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
@@ -74,6 +78,27 @@ def _num(x):
     return float(x) if isinstance(x, str) and x in ("inf", "-inf", "nan") else x
 
 
+#: The campaigns ``--family`` selects: this module's (the products) and the subpackages'.
+FAMILIES = ("gemm", "fft", "linalg")
+
+
+def _family(argv) -> tuple[str, list]:
+    """``--family``'s value (default ``gemm``) and the other arguments."""
+    pre = argparse.ArgumentParser(prog="python -m validation", add_help=False)
+    pre.add_argument("--family", default="gemm")
+    ns, rest = pre.parse_known_args(argv)
+    return ns.family, rest
+
+
+def _delegate(family: str, argv: list) -> int:
+    """Run the ``fft`` or ``linalg`` campaign's own entry on ``argv``."""
+    if family == "fft":
+        from .fft.__main__ import main as fft_main
+        return fft_main(argv)
+    from .linalg.__main__ import main as linalg_main
+    return linalg_main(argv, prog="python -m validation --family linalg")
+
+
 def main(argv=None) -> int:
     ap = campaign_parser("python -m validation", __doc__.split("\n")[0],
                          "the CI tier (under 2 minutes)")
@@ -81,6 +106,15 @@ def main(argv=None) -> int:
                     help="run the emulation on the small products too (num_moduli='auto' "
                          "computes them by compensated dot products otherwise: "
                          "ozaki.set_small_products)")
+    ap.add_argument("--family", choices=FAMILIES, default="gemm",
+                    help="the campaign: gemm (ozaki's products, the default), fft (as "
+                         "python -m validation.fft), linalg (as python -m validation.linalg); "
+                         "the other options are that campaign's")
+    family, rest = _family(argv)
+    if family != "gemm":
+        if family not in FAMILIES:
+            ap.parse_args(argv)  # exits, naming the families
+        return _delegate(family, rest)
     args = ap.parse_args(argv)
     if _MISSING is not None:
         ap.error(missing_extra("python -m validation", _MISSING))

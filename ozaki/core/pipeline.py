@@ -459,7 +459,7 @@ def _products(pa: Prepared, pb: Prepared, opts: Options, lay: Layout, piece: Pie
     plane, product = number_types(opts.backend, opts.engine, moduli, k)
     # planes of all N moduli at once (one read of each operand) while they stay small
     size = (0 if RA is not None else np.prod(lay_a)) + np.prod(lay_b)
-    group = group_size(len(moduli), plane.itemsize * size)
+    group = group_size(len(moduli), int(size), plane.itemsize)
     buf_a = None if RA is not None else ws.take("ra", (group,) + lay_a, plane)
     buf_b = ws.take("rb", (group,) + lay_b, plane)
     planes_a = RA

@@ -13,13 +13,13 @@ is FP64-grade, error about ``u (|A||B|)_ij``; each modulus ``p`` fewer takes
 upper estimate (the tests measure it).
 
 Determinism: the factors are :func:`~ozaki.linalg.lu_factor`'s (its kernels); every
-product is :func:`ozaki.gemm`'s (residuals, GMRES's products and Gram-Schmidt
-projections, ``||A||_inf`` as ``|A| 1``); Euclidean norms are ``math.fsum`` of
-elementwise squares (correctly rounded); GMRES's small least-squares problem is
-solved in Python floats in a fixed order; maxima are exact; other array arithmetic
-is elementwise. No numpy BLAS call makes a result bit: the bits depend only on the
-inputs, the arguments and the product options, not on the thread count, nor on the
-engine for a given scheme and mode. Complex magnitudes are LAPACK's
+product is :func:`ozaki.gemm`'s (residuals, ``||A||_inf`` as ``|A| 1``, GMRES's
+products with ``A``); GMRES-IR's correction is :func:`ozaki.linalg.gmres.gmres`, whose
+bits are fixed by the same argument (gemm products, ``math.fsum`` norms, its small
+least-squares problem in Python floats in a fixed order); maxima are exact; other
+array arithmetic is elementwise. No numpy BLAS call makes a result bit: the bits depend
+only on the inputs, the arguments and the product options, not on the thread count, nor
+on the engine for a given scheme and mode. Complex magnitudes are LAPACK's
 ``cabs1 = |Re| + |Im|`` (no ``hypot``).
 """
 
@@ -39,6 +39,7 @@ from ..api.front import gemm
 from ..core.moduli import auto_num_moduli
 from .arguments import (DEFAULT_BLOCK_SIZE, block_size_of, matrix, product_options, rhs,
                         same_kind, solve_dtype)
+from .gmres import gmres, gmres_budget
 from .info import LinalgInfo, Recorder
 from .lu import factor as lu_in_place
 from .lu import solve_factored
@@ -181,37 +182,9 @@ def _max_iter(value: Any, tol: float) -> int:
     return int(value)
 
 
-def _gmres_budget(n: int) -> int:
-    """Krylov iterations per call: the largest ``J`` whose flops, ``4n^2 J`` (products
-    with ``A``, two triangular solves) plus ``4n J^2`` (Gram-Schmidt twice), stay
-    within the fallback factorisation's ``2n^3/3``: beyond, refactoring is cheaper."""
-    return max(1, int(n * (math.sqrt(5 / 3) - 1) / 2))
-
-
 def _mag(X: np.ndarray) -> np.ndarray:
     """``|x|``, or LAPACK's ``cabs1 = |Re x| + |Im x|`` for complex (one rounding)."""
     return np.abs(X.real) + np.abs(X.imag) if np.iscomplexobj(X) else np.abs(X)
-
-
-def _norm2(v) -> float:
-    """``||v||_2 = s sqrt(fsum((v/s)**2))``, ``s = max`` of the parts' magnitudes: no
-    overflow, one correctly rounded sum (no machine-dependent bits)."""
-    v = np.asarray(v)
-    parts = [v.real, v.imag] if np.iscomplexobj(v) else [v]
-    s = float(max(np.max(np.abs(p), initial=0.0) for p in parts))
-    if s == 0.0 or not math.isfinite(s):
-        return s
-    return s * math.sqrt(math.fsum(np.concatenate([(p / s) ** 2 for p in parts]).tolist()))
-
-
-def _givens(a, b):
-    """``(c, s, r)``, ``c`` real: ``[[c, s], [-conj(s), c]] @ [a, b] = [r, 0]``."""
-    rho = _norm2([a, b])
-    if rho == 0.0:
-        return 1.0, 0.0 * b, a
-    na = _norm2([a])
-    phase = a / na if na > 0 else 1.0
-    return na / rho, phase * np.conj(b) / rho, phase * rho
 
 
 class _Refiner:
@@ -221,7 +194,7 @@ class _Refiner:
         self.A, self.nb, self.opts, self.info = A, nb, opts, info
         ones = np.ones((A.shape[0], 1))
         self.a_norm = float(np.max(gemm(_mag(A), ones, **opts), initial=0.0))  # ||A||_inf
-        self.budget = _gmres_budget(A.shape[0])
+        self.budget = gmres_budget(A.shape[0])  # Krylov iterations left
 
     def _add(self, phase, t):
         self.info.seconds[phase] += time.perf_counter() - t
@@ -256,51 +229,14 @@ class _Refiner:
         return X
 
     def gmres(self, LU, piv, r, tau):
-        """GMRES on ``(LU)^-1 A d = (LU)^-1 r`` from ``d = 0`` until the preconditioned
-        residual is ``tau`` times the first, the budget is spent, or it breaks down."""
+        """GMRES-IR's correction: :func:`~ozaki.linalg.gmres.gmres` on ``(LU)^-1 A d =
+        (LU)^-1 r`` to ``tau`` times the first residual, within the call's budget."""
         t = time.perf_counter()
         z = self.solve(LU, piv, r[:, None], phase=None)[:, 0]
-        beta = _norm2(z)
-        if beta == 0.0 or not math.isfinite(beta) or self.budget < 1:
-            self._add("gmres", t)
-            return np.zeros_like(z)
-        V = np.empty((8, z.size), dtype=z.dtype)  # rows: the orthonormal Krylov basis
-        V[0] = z / beta
-        H, rot, g = [], [], [z.dtype.type(beta)]  # rotated Hessenberg columns, rotations, rhs
-        while True:
-            j = len(H)
-            w = self.solve(LU, piv, self.product(V[j][:, None]), phase=None)[:, 0]
-            h = np.zeros(j + 2, dtype=z.dtype)
-            for _ in range(2):  # classical Gram-Schmidt twice (CGS2), by products
-                c = gemm(V[:j + 1].T, w[:, None], trans_a="C", **self.opts)[:, 0]
-                w = w - gemm(V[:j + 1], c[:, None], trans_a="T", **self.opts)[:, 0]
-                h[:j + 1] += c
-            h[j + 1] = _norm2(w)
-            col = h.tolist()
-            for i, (ci, si) in enumerate(rot):  # the earlier rotations, in order
-                col[i], col[i + 1] = ci * col[i] + si * col[i + 1], \
-                    -np.conj(si) * col[i] + ci * col[i + 1]
-            ci, si, col[j] = _givens(col[j], col[j + 1])
-            rot.append((ci, si))
-            gj = g[j]
-            g[j] = ci * gj
-            g.append(-np.conj(si) * gj)
-            H.append(col[:j + 1])
-            self.budget -= 1
-            self.info.gmres_iterations += 1
-            if _norm2([g[j + 1]]) <= tau * beta or h[j + 1] == 0 or self.budget < 1:
-                break
-            if j + 2 > V.shape[0]:
-                V = np.concatenate([V, np.empty_like(V)])
-            V[j + 1] = w / h[j + 1]
-        k = len(H)
-        y = [0.0] * k
-        for i in range(k - 1, -1, -1):  # back substitution, fixed order
-            acc = g[i]
-            for m in range(i + 1, k):
-                acc = acc - H[m][i] * y[m]
-            y[i] = acc / H[i][i] if H[i][i] != 0 else 0.0 * acc
-        d = gemm(V[:k], np.array(y, dtype=z.dtype)[:, None], trans_a="T", **self.opts)[:, 0]
+        d, its = gmres(lambda v: self.solve(LU, piv, self.product(v[:, None]), phase=None)[:, 0],
+                       z, tau, self.budget, self.opts)
+        self.budget -= its
+        self.info.gmres_iterations += its
         self._add("gmres", t)
         return d
 

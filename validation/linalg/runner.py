@@ -1,0 +1,130 @@
+"""The linalg campaign's driver: run the cases, write the results, the reports, the figure.
+
+``python -m validation.linalg`` and ``python -m validation --family linalg`` call
+:func:`main` (after setting the thread defaults).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy
+from tqdm import tqdm
+
+import ozaki
+
+from .. import report as render
+from ..options import campaign_parser
+from . import campaign, cases as families, report
+
+PROG = "python -m validation.linalg"
+TITLE = "Linear algebra validation report"
+
+
+def run(cases, tier: str, emulated: bool = True, progress: bool = True) -> dict:
+    """The campaign on ``cases``: the results (JSON-ready, non-finite floats as strings).
+
+    ``emulated``: every product of the factorisations runs the emulation (the small
+    ones too: ``ozaki.set_small_products(False)``); ``False`` lets ozaki choose.
+    """
+    t0 = time.perf_counter()
+    results = []
+    with tqdm(total=len(cases), unit="case", file=sys.stderr, dynamic_ncols=True,
+              disable=not progress) as bar:
+        with ozaki.set_small_products(not emulated):  # this thread runs every call
+            for c in cases:
+                bar.set_description(c.name)
+                results.append(campaign.run_case(c))
+                bar.update(1)
+    return _strict({
+        "meta": {"tier": tier, "seconds": time.perf_counter() - t0, "ozaki": ozaki.__version__,
+                 "numpy": np.__version__, "scipy": scipy.__version__,
+                 "python": platform.python_version(), "machine": platform.machine(),
+                 "eps": 2.0 ** -53, "small_products": "emulated" if emulated else
+                 "ozaki's choice (small ones compensated)",
+                 "refined": campaign.refined_solver() is not None},
+        "cases": results, "failures": [f for r in results for f in r["failures"]],
+        "known_issues": [f for r in results for f in r["known_issues"]]})
+
+
+def write(res: dict, out: Path, docs: str | None = None) -> None:
+    """``linalg_results.json``, the reports and the figure in ``out`` (and ``docs``)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "linalg_results.json").write_text(json.dumps(res, indent=1))
+    res = json.loads(json.dumps(res), parse_constant=float, object_hook=_floats)
+    images = report.plot(res, out)
+    bl = report.blocks(res, images)
+    (out / "linalg_report.md").write_text(render.markdown(bl, title=TITLE))
+    (out / "linalg_report.rst").write_text(_rst(bl))
+    if docs:
+        gen = Path(docs) / "_generated"
+        gen.mkdir(parents=True, exist_ok=True)
+        for n, _ in images:
+            shutil.copyfile(out / n, gen / f"validation_{n}")
+        dbl = report.blocks(res, [(f"validation_{n}", alt) for n, alt in images])
+        (gen / "validation_linalg_report.md").write_text(render.markdown(dbl, title=TITLE))
+        (gen / "validation_linalg_report.rst").write_text(_rst(dbl, "_generated/"))
+
+
+def _rst(bl, image_prefix: str = "") -> str:
+    text = render.rst(bl, image_prefix=image_prefix)
+    return text.replace("``python -m validation``", f"``{PROG}``", 1)
+
+
+def main(argv=None, prog: str = PROG) -> int:
+    ap = campaign_parser(prog, "The linear algebra (ozaki.linalg) validation campaign.",
+                         "the CI tier (n <= 256, under a minute)")
+    ap.add_argument("--compensated", action="store_true",
+                    help="let ozaki compute small products by compensated dot products "
+                         "(its default); without it every product runs the emulation")
+    args = ap.parse_args(argv)
+    cases = families.cases(args.quick)
+    if args.case:
+        known = {c.name for c in families.quick_cases() + families.full_cases()}
+        unknown = set(args.case) - known
+        if unknown:
+            ap.error(f"unknown case(s): {', '.join(sorted(unknown))} (names as in the "
+                     "report, e.g. hpl-n256)")
+        cases = [families.find(name) for name in dict.fromkeys(args.case)]
+    tier = "selected" if args.case else "quick" if args.quick else "full"
+    res = run(cases, tier, emulated=not args.compensated)
+    out = Path(args.out)
+    write(res, out, args.docs)
+    fails, known = res["failures"], res["known_issues"]
+    runs = sum(len(c["routines"]) for c in res["cases"])
+    print(f"{len(cases)} matrices, {runs} routines: {len(fails)} failures, {len(known)} "
+          f"known issues, {res['meta']['seconds']:.0f} s; report in {out}")
+    for tag, fs in (("FAIL", fails), ("KNOWN", known)):
+        for f in fs[:20]:
+            print(f"{tag} {f['check']}: case {f['case']} {f['routine']} ({f['solver']}): "
+                  f"{float(f['measured']):.3g} > {float(f['limit']):.3g} {f['note']}")
+    return 1 if fails else 0
+
+
+def _strict(x):
+    """JSON-safe: numpy scalars to Python, non-finite floats to strings (as the other
+    campaigns' results)."""
+    if isinstance(x, dict):
+        return {str(k): _strict(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_strict(v) for v in x]
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(x) if math.isfinite(x) else str(float(x))
+    return x
+
+
+def _floats(d: dict) -> dict:
+    """Inverse of :func:`_strict` for the non-finite strings (a ``json`` object hook)."""
+    return {k: float(v) if isinstance(v, str) and v in ("inf", "-inf", "nan") else v
+            for k, v in d.items()}
