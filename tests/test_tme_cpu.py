@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 import ozaki
 from tme_model import tables
 from tme_model.cli import plot_main, table_main
-from tme_model.schemes import (CPU_PATHS, CPUPath, alpha_for, cpu_crossover, cpu_path,
-                               int8_gemms_per_product)
+from tme_model.cpus import CPU_PATHS, CPUPath, cpu_crossover, cpu_path, int8_gemms_per_product
+from tme_model.schemes import alpha_for
 from tme_model.specs import CPU_FIELDS, CPU_ISAS, TMEError, load_cpus, load_devices, parse_devices
 
 CPUS = load_cpus()
@@ -111,9 +111,7 @@ def test_user_files_add_cpus_to_the_cpus_only(tmp_path):
 
 def test_the_reconstruction_estimate_is_the_scenarios():
     from tme_model.scenario import RECON_FLOPS_PER_MODULUS
-    from tme_model.schemes import CPU_RECON_FLOPS_PER_MODULUS
 
-    assert CPU_RECON_FLOPS_PER_MODULUS == RECON_FLOPS_PER_MODULUS
     d = CPUS["zen4-vm2"]
     path = cpu_path(d, "int8/cpu-onednn", "fast", k=2048)
     assert path.gamma == pytest.approx(RECON_FLOPS_PER_MODULUS * 16 / (d.get("fp64_vector") * 1e12))

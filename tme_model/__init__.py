@@ -15,11 +15,14 @@ profiles), :mod:`~tme_model.calibration` (measuring them),
 stage GEMMs and passes, on this machine and on GPUs), :mod:`~tme_model.lu_projection`
 (the blocked LU of an HPL run on GPUs, native against emulated updates, ``python -m
 tme_model.lu_projection``), :mod:`~tme_model.tables`,
-:mod:`~tme_model.plot` and :mod:`~tme_model.cli` (``tme-plot``, ``tme-table``,
-``tme-calibrate``), :mod:`~tme_model.network` (the alpha-beta network term of the
-distributed SUMMA, its traffic and network roof) and :mod:`~tme_model.cluster` (its
-modelled cluster projection, ``python -m tme_model.cluster``).  Importing the package loads neither matplotlib, sympy, ozaki nor
-fft.
+:mod:`~tme_model.cpus` (CPUs: the int8 scheme on oneDNN's integer GEMM against the
+fp64 scheme and native DGEMM), :mod:`~tme_model.plot` and :mod:`~tme_model.cli`
+(``tme-plot``, ``tme-table``, ``tme-calibrate``; :mod:`~tme_model.cli_cpu`,
+:mod:`~tme_model.cli_calibrate`, :mod:`~tme_model.cli_common`),
+:mod:`~tme_model.network` (the alpha-beta network term of the distributed SUMMA, its
+traffic and network roof) and :mod:`~tme_model.cluster` (its modelled cluster
+projection, ``python -m tme_model.cluster``). Importing the package loads neither
+matplotlib, sympy, ozaki nor fft.
 """
 
 from .model import REGIMES, Crossover, Emulation, Prediction, predict

@@ -25,7 +25,7 @@ from .specs import Device
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["cpu_figure", "roofline_figure", "save_figure"]
+__all__ = ["roofline_figure", "save_figure"]
 
 
 def load_pyplot():
@@ -360,62 +360,6 @@ def roofline_figure(panels: Sequence[tuple[Device, Sequence[Prediction]]],
                  multialignment="left")
     for ax, (lab, points, _) in zip(axes[0], drawn):
         _place_labels(ax, lab, points)
-    return fig
-
-
-def cpu_figure(cpus: Sequence[Device], mode: str = "accurate", gamma: float | None = None
-               ) -> "Figure":
-    """One panel per CPU: predicted FP64 rate 2n**3 / T of a square GEMM of order n on
-    each path of :data:`~tme_model.schemes.CPU_PATHS` (log-log), its compute ceiling (the
-    rate at which it is compute-bound, 1 / c), and its crossovers as vertical lines.
-
-    Parameters
-    ----------
-    cpus : sequence of Device
-        CPUs (``kind == "cpu"``).
-    mode : {"fast", "accurate"}
-        Scaling mode.
-    gamma : float, optional
-        Seconds per output (default: the model's estimate).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure, with exactly one axes per CPU.
-    """
-    from .schemes import CPU_PATHS, cpu_crossover, cpu_path, int8_gemms_per_product
-
-    if not cpus:
-        raise ValueError("cpu_figure needs at least one CPU")
-    plt = load_pyplot()
-    fig, axes = plt.subplots(1, len(cpus), figsize=(6.5 * len(cpus), 5.2), squeeze=False)
-    n = np.geomspace(16, 32768, 300)
-    colours = {"native": "tab:blue", "fp64/cpu-blas": "tab:green", "int8/cpu-onednn": "tab:red"}
-    for ax, dev in zip(axes[0], cpus):
-        paths = {label: cpu_path(dev, label, mode, gamma=gamma) for label in CPU_PATHS}
-        for label, path in paths.items():
-            rate = [2 * x ** 3 / path.seconds(x) / 1e9 for x in n]
-            what = "numpy DGEMM" if path.moduli is None else (
-                f"{label}, N={path.moduli}, {path.gemms:g} GEMMs")
-            ax.loglog(n, rate, color=colours[label], lw=2, label=what)
-            ax.axhline(1 / path.c / 1e9, color=colours[label], lw=0.8, ls=":")
-        for x, y in (("int8/cpu-onednn", "fp64/cpu-blas"), ("int8/cpu-onednn", "native")):
-            c = cpu_crossover(paths[x], paths[y])
-            if c.n is not None:
-                ax.axvline(c.n, color="tab:purple", lw=0.8, ls="-.")
-                ax.annotate(f"{x.split('/')[0]} vs {y.split('/')[0]}: n={c.n:.3g}", (c.n, 0.04),
-                            xycoords=ax.get_xaxis_transform(), rotation=90, fontsize=7,
-                            color="tab:purple", ha="right", va="bottom")
-        per = int8_gemms_per_product(dev)
-        ax.set_title(f"{dev.name} [{dev.key}]\nisa {dev.isa}: {per} INT8 GEMM"
-                     f"{'s' if per > 1 else ''} per exact product; {mode} mode", fontsize=9)
-        ax.set_xlabel("order n of the square GEMM")
-        ax.set_ylabel("FP64 rate 2n^3 / T [GFLOP/s]")
-        ax.grid(True, which="major", lw=0.3)
-        ax.legend(fontsize=7, loc="lower right")
-    fig.suptitle("TME model on CPUs: dotted lines are each path's compute ceiling; purple "
-                 "lines the crossovers", fontsize=9)
-    fig.tight_layout()
     return fig
 
 

@@ -20,6 +20,8 @@ the functions, so that ``import tme_model`` does not load ``ozaki``; :doc:`archi
 * GEMMs per modulus on any engine: :func:`ozaki.gemms_per_modulus`;
 * the moduli count of the ``"2x-native"`` grade: :func:`ozaki.auto_num_moduli`, the count
   ``ozaki.dgemm(num_moduli="auto")`` starts from.
+
+The paths of an FP64 GEMM on a CPU, priced from these, are :mod:`tme_model.cpus`'s.
 """
 
 from __future__ import annotations
@@ -30,24 +32,17 @@ from functools import lru_cache
 from .specs import Device, MissingFigureError
 
 __all__ = [
-    "CPU_PATHS",
-    "CPU_RECON_FLOPS_PER_MODULUS",
     "GRADES",
     "GRADE_EXTRA_MODULI",
     "MODES",
     "REFERENCE_K",
     "SCHEMES",
     "UNIT_ENGINES",
-    "CPUCrossover",
-    "CPUPath",
     "SchemeChoice",
     "alpha_for",
     "candidates",
     "choose_scheme",
-    "cpu_crossover",
-    "cpu_path",
     "gemms_per_modulus",
-    "int8_gemms_per_product",
     "moduli_for",
 ]
 
@@ -277,207 +272,3 @@ def choose_scheme(device: Device, k: int = REFERENCE_K, grade: str = "2x-native"
             + (" (or use paper:r200)" if device.key == "rubin" else "")
         )
     return max(found, key=lambda c: (c.ceiling, -c.alpha))
-
-
-# ------------------------------------------------------------------- CPUs
-
-#: The paths of an FP64 GEMM on a CPU, ``label: (scheme, engine)``: numpy's DGEMM, the
-#: fp64 scheme on FP64 BLAS and the int8 scheme on oneDNN's integer GEMM.
-CPU_PATHS: dict[str, tuple[str | None, str | None]] = {
-    "native": (None, None), "fp64/cpu-blas": ("fp64", "cpu-blas"),
-    "int8/cpu-onednn": ("int8", "cpu-onednn")}
-
-
-#: FP64 operations per output and modulus of the reconstruction: the estimate of
-#: :data:`tme_model.scenario.RECON_FLOPS_PER_MODULUS` (that module imports this one, so
-#: the value is restated here; tests/test_tme_cpu.py pins the two equal).
-CPU_RECON_FLOPS_PER_MODULUS = 8.0
-
-
-def int8_gemms_per_product(device: Device) -> int:
-    """INT8 GEMMs of its size one exact product costs on ``cpu-onednn`` on a CPU.
-
-    1 where the CPU's INT8 path has VNNI or AMX (``ozaki``'s ``offset`` encoding), 2
-    where it has not: pairs of u8 x s8 products are summed into a saturating int16
-    there, and the engine's exact ``split`` encoding multiplies twice the rows (the
-    engine's ``gemms_per_call``; tests/test_tme_cpu.py pins the two together).
-    """
-    if device.isa is None:
-        raise ValueError(f"device {device.key!r} is not a CPU (no isa)")
-    return 1 if device.vnni else 2
-
-
-@dataclass(frozen=True)
-class CPUPath:
-    """The cost of an FP64 GEMM ``(n x k) (k x n)`` on one CPU path, in the TME form
-    ``T = max(W c, Q / Bmem) + gamma n**2`` with ``W = 2 n**2 k`` and ``Q = 24 n**2``
-    bytes (:func:`tme_model.workloads.dense_gemm`).
-
-    Attributes
-    ----------
-    label : str
-        A key of :data:`CPU_PATHS`.
-    moduli : int or None
-        N (``None``: native).
-    mode : str or None
-        Scaling mode.
-    gemms : float
-        alpha: the exact GEMMs of the call (``ozaki.exact_gemms``, k-blocks counted by
-        their share of k), times :func:`int8_gemms_per_product` on ``cpu-onednn``.
-    c : float
-        Seconds per FP64 flop of W when compute-bound: each GEMM's share at its
-        unit's peak (FP64, FP32 for blocks on ``cpu-blas``'s FP32 path, INT8).
-    gamma : float
-        Seconds per output element (reconstruction), as :class:`~tme_model.scenario.Scenario`
-        estimates it (0 for native).
-    mem_tbps : float
-        Bmem, TB/s.
-    """
-
-    label: str
-    moduli: int | None
-    mode: str | None
-    gemms: float
-    c: float
-    gamma: float
-    mem_tbps: float
-
-    def seconds(self, n: float) -> float:
-        """Predicted seconds of a square FP64 GEMM of order ``n``."""
-        return max(2.0 * n ** 3 * self.c, 24.0 * n * n / (self.mem_tbps * 1e12)) + self.gamma * n * n
-
-
-def cpu_path(device: Device, label: str, mode: str = "accurate", k: int = REFERENCE_K,
-             gamma: float | None = None) -> CPUPath:
-    """The cost parameters of one CPU path (see :class:`CPUPath`).
-
-    Parameters
-    ----------
-    device : Device
-        A CPU (``kind == "cpu"``) with FP64 vector, FP32, INT8 and bandwidth figures.
-    label : str
-        A key of :data:`CPU_PATHS`.
-    mode : {"fast", "accurate"}
-        Scaling mode.
-    k : int, optional
-        Inner dimension: sets N (``ozaki.auto_num_moduli``, the count of
-        ``num_moduli="auto"``) and the k-blocks.
-    gamma : float, optional
-        Seconds per output; default the model's estimate, ``RECON_FLOPS_PER_MODULUS``
-        x N FP64 flops on the vector units (:data:`CPU_RECON_FLOPS_PER_MODULUS`).
-
-    Returns
-    -------
-    CPUPath
-    """
-    import ozaki
-
-    if label not in CPU_PATHS:
-        raise ValueError(f"path must be one of {', '.join(CPU_PATHS)}, got {label!r}")
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    if device.kind != "cpu":
-        raise ValueError(f"device {device.key!r} is a {device.kind}, not a CPU")
-    p64, bw = device.require("fp64_vector") * 1e12, device.bandwidth()
-    scheme, engine = CPU_PATHS[label]
-    if scheme is None:
-        return CPUPath(label, None, None, 1.0, 1.0 / p64, 0.0, bw)
-    n_mod = ozaki.auto_num_moduli(scheme, int(k))
-    if engine == "cpu-onednn":
-        # the int8 scheme's GEMMs (one per modulus, plus the bound GEMM) are the same
-        # list on every INT8 engine; read them on cpu-int8 (numpy, always there), so
-        # that no CPU model needs oneDNN installed here.  All run at the INT8 rate.
-        per, rates = int8_gemms_per_product(device), {False: device.require("int8") * 1e12}
-        blocks = [(kc, False) for kc, _, _ in ozaki.exact_gemms(
-            int(k), scheme=scheme, num_moduli=n_mod, mode=mode, engine=UNIT_ENGINES[scheme])]
-    else:  # each exact block on its path (as tme_model.profile.gemm_paths reads them)
-        per, rates = 1, {False: p64, True: device.require("fp32") * 1e12}
-        eng = ozaki.get_engine(engine)
-        blocks = [(length, eng.fp32(bound))
-                  for kc, amax, bmax in ozaki.exact_gemms(int(k), scheme=scheme, num_moduli=n_mod,
-                                                          mode=mode, engine=eng)
-                  for length, bound in eng.blocks(kc, amax, bmax)]
-    gemms = per * sum(length for length, _ in blocks) / k
-    c = per * sum(length / rates[fp32] for length, fp32 in blocks) / k
-    g = CPU_RECON_FLOPS_PER_MODULUS * n_mod / p64 if gamma is None else float(gamma)
-    return CPUPath(label, n_mod, mode, gemms, c, g, bw)
-
-
-@dataclass(frozen=True)
-class CPUCrossover:
-    """Where one CPU path starts (or stops) being faster than another, in the order n
-    of a square GEMM.
-
-    Attributes
-    ----------
-    faster, than : str
-        Keys of :data:`CPU_PATHS`.
-    kind : str
-        ``"above"`` (faster for n > ``n``), ``"below"`` (faster for n < ``n``),
-        ``"always"`` or ``"never"``.
-    n : float or None
-        The crossover order (``None`` for always/never).
-    """
-
-    faster: str
-    than: str
-    kind: str
-    n: float | None
-
-    def describe(self) -> str:
-        """One line: ``int8/cpu-onednn beats fp64/cpu-blas for n > 9.3``."""
-        head = f"{self.faster} beats {self.than}"
-        if self.kind in ("always", "never"):
-            return f"{self.faster} never beats {self.than}" if self.kind == "never" else f"{head} at every n"
-        return f"{head} for n {'>' if self.kind == 'above' else '<'} {self.n:.4g}"
-
-
-def cpu_crossover(x: CPUPath, y: CPUPath) -> CPUCrossover:
-    """Where path ``x`` is faster than path ``y``, exactly.
-
-    ``g(n) = (T_x - T_y) / n**2 = max(2 c_x n, M) - max(2 c_y n, M) + gamma_x - gamma_y``
-    with ``M = 24 / Bmem`` is piecewise linear in n, with breakpoints ``b = M / (2c)``
-    where a path leaves the memory roof.  It is monotone: if ``c_x <= c_y`` then
-    ``b_y <= b_x`` and g is constant below ``b_y``, falls with slope ``-2 c_y`` up to
-    ``b_x`` and with slope ``2 (c_x - c_y) <= 0`` beyond; if ``c_x > c_y`` the mirror
-    argument makes it non-decreasing.  So g changes sign at most once, on one linear
-    piece, where linear interpolation between its ends (or the final slope past the
-    last breakpoint) gives the root exactly.
-
-    Parameters
-    ----------
-    x, y : CPUPath
-        Paths on the same CPU (same bandwidth).
-
-    Returns
-    -------
-    CPUCrossover
-    """
-    if x.mem_tbps != y.mem_tbps:
-        raise ValueError("paths of different devices (their bandwidths differ)")
-    m = 24.0 / (x.mem_tbps * 1e12)
-
-    bx, by = m / (2 * x.c), m / (2 * y.c)
-
-    def g(n: float) -> float:
-        # each path on its memory roof up to its breakpoint, where ``2 c b = M`` holds
-        # exactly (not up to the rounding of ``2 c (M / 2c)``, which could invent a sign)
-        tx = m if n <= bx else 2 * x.c * n
-        ty = m if n <= by else 2 * y.c * n
-        return tx - ty + x.gamma - y.gamma
-
-    pts = [0.0] + sorted({bx, by})
-    vals = [g(p) for p in pts]
-    slope = 2 * (x.c - y.c)
-    falling = x.c <= y.c
-    wins = (lambda v: v < 0)
-    if all(wins(v) for v in vals) and slope <= 0:
-        return CPUCrossover(x.label, y.label, "always", None)
-    if not any(wins(v) for v in vals) and slope >= 0:
-        return CPUCrossover(x.label, y.label, "never", None)
-    for (p0, v0), (p1, v1) in zip(zip(pts, vals), zip(pts[1:], vals[1:])):
-        if wins(v0) != wins(v1):  # the sign changes on this piece: it is linear there
-            root = p0 + v0 * (p1 - p0) / (v0 - v1)
-            return CPUCrossover(x.label, y.label, "above" if falling else "below", root)
-    root = pts[-1] - vals[-1] / slope  # on the last piece, slope != 0 here
-    return CPUCrossover(x.label, y.label, "above" if falling else "below", root)

@@ -61,8 +61,8 @@ CPU_FIELDS: dict[str, str] = {
 #: oneDNN 3's names of the x86 instruction paths of its integer GEMM, and whether each
 #: has VNNI or AMX: where it has, each u8 x s8 product is added into an INT32 lane
 #: directly; where not, pairs of products are summed into a saturating int16 first
-#: (``vpmaddubsw``), and ``ozaki``'s ``cpu-onednn`` engine then runs its exact
-#: ``split`` encoding, one oneDNN GEMM on twice the rows (:func:`int8_gemms_per_product`).
+#: (``vpmaddubsw``), and ``ozaki``'s ``cpu-onednn`` engine then runs its exact ``split``
+#: encoding, one GEMM on twice the rows (:func:`tme_model.cpus.int8_gemms_per_product`).
 CPU_ISAS: dict[str, bool] = {
     "sse41": False, "avx": False, "avx2": False, "avx512_core": False,
     "avx2_vnni": True, "avx2_vnni_2": True, "avx512_core_vnni": True,

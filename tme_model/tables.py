@@ -10,11 +10,12 @@ import math
 import os
 from typing import Sequence
 
+from .cpus import CPU_PATHS, cpu_crossover, cpu_path, int8_gemms_per_product
 from .model import native_tflops, predict
 from .profile import Profile
 from .scenario import Scenario
 from .schemes import choose_scheme
-from .specs import Device, TMEError, load_devices
+from .specs import Device, TMEError, load_cpus, load_devices
 from .workloads import DEFAULT_KERNELS, PAPER_INTENSITY, Kernel, catalog
 
 __all__ = [
@@ -306,8 +307,6 @@ CPU_SIZES: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 8192, 16384)
 def cpu_list(cpus: dict[str, Device]) -> str:
     """``--cpu list``: key, ISA, cores, GHz, FP64, INT8, bandwidth, INT8 GEMMs per product
     on ``cpu-onednn`` and name."""
-    from .schemes import int8_gemms_per_product
-
     rows = [("key", "isa", "cores", "GHz", "fp64", "int8", "TB/s", "i8/prod", "name")]
     for d in cpus.values():
         cpu = {k: (None if f is None else f.value) for k, f in
@@ -321,7 +320,7 @@ def cpu_list(cpus: dict[str, Device]) -> str:
 
 def cpu_rows(device: Device, mode: str = "accurate", gamma: float | None = None,
              sizes: Sequence[int] = CPU_SIZES) -> list[dict]:
-    """Predicted seconds of the three CPU paths (:data:`tme_model.schemes.CPU_PATHS`) for
+    """Predicted seconds of the three CPU paths (:data:`tme_model.cpus.CPU_PATHS`) for
     square GEMMs of each order in ``sizes`` (N and k-blocks at k = n).
 
     Returns
@@ -330,8 +329,6 @@ def cpu_rows(device: Device, mode: str = "accurate", gamma: float | None = None,
         Per n: ``n``, ``<path>_s`` and ``<path>_moduli`` / ``<path>_gemms`` per path,
         ``int8_over_fp64`` and ``int8_over_native`` (time ratios).
     """
-    from .schemes import CPU_PATHS, cpu_path
-
     rows = []
     for n in sizes:
         row: dict = {"cpu": device.key, "mode": mode, "n": int(n)}
@@ -348,8 +345,6 @@ def cpu_rows(device: Device, mode: str = "accurate", gamma: float | None = None,
 def cpu_crossovers(device: Device, mode: str = "accurate", gamma: float | None = None) -> list:
     """The crossovers in n of the int8 scheme against the fp64 scheme and native DGEMM,
     and of the fp64 scheme against native (paths at :data:`~tme_model.schemes.REFERENCE_K`)."""
-    from .schemes import cpu_crossover, cpu_path
-
     p = {label: cpu_path(device, label, mode, gamma=gamma)
          for label in ("native", "fp64/cpu-blas", "int8/cpu-onednn")}
     return [cpu_crossover(p["int8/cpu-onednn"], p["fp64/cpu-blas"]),
@@ -360,8 +355,6 @@ def cpu_crossovers(device: Device, mode: str = "accurate", gamma: float | None =
 def cpu_table(device: Device, mode: str = "accurate", gamma: float | None = None,
               sizes: Sequence[int] = CPU_SIZES) -> str:
     """The text ``tme-plot --cpu`` and ``tme-table --cpu`` print for one CPU."""
-    from .schemes import int8_gemms_per_product
-
     rows = cpu_rows(device, mode, gamma, sizes)
     per = int8_gemms_per_product(device)
     r0 = rows[-1]
@@ -384,9 +377,6 @@ def cpu_table(device: Device, mode: str = "accurate", gamma: float | None = None
 def cpus_rst(mode: str = "accurate", n: int = 2048) -> str:
     """Every shipped CPU: ISA, INT8 GEMMs per product, peaks, the time ratios at order
     ``n`` and the crossovers (the docs' table; gamma estimated)."""
-    from .specs import load_cpus
-    from .schemes import int8_gemms_per_product
-
     head = ["cpu", "isa", "i8/prod", "FP64 TF/s", "INT8 TOP/s", f"int8/fp64 (n={n})",
             f"int8/native (n={n})", "int8 beats fp64 scheme", "int8 beats native"]
     rows = []

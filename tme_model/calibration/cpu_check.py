@@ -11,7 +11,7 @@ order n:
   magnitude at most 127, the residues' range): the measured INT8 / FP64 GEMM rate.
 
 and prints, beside each measured ratio, the one the model predicts for the CPU entry
-(:func:`tme_model.schemes.cpu_path`): the int8 call's time over the fp64 call's, and the
+(:func:`tme_model.cpus.cpu_path`): the int8 call's time over the fp64 call's, and the
 exact-GEMM rate ratio ``int8 peak / (fp64 peak x INT8 GEMMs per product)``.  Ratios
 are taken within each round (the same load), then summarised; nothing here is a unit
 test: the figures are recorded in :doc:`tme_model` ("CPUs").  ozaki is imported inside
@@ -27,7 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..schemes import cpu_path, int8_gemms_per_product
+from ..cpus import cpu_path, int8_gemms_per_product
 from ..specs import Device, get_device, load_cpus
 from .probes import host, loadavg
 from .runner import STATISTICS, Runner, summarise, timed
