@@ -289,3 +289,67 @@ def test_set_scheme_pins_the_machine_choice_on_the_calling_thread(rng):
     for bad in ("auto", "fp32", None):
         with pytest.raises(ValueError, match="scheme"):
             ozaki.set_scheme(bad)
+
+
+def _wide(m=200, k=128, n=200, spread=80):
+    """Column exponents of ``A`` and row exponents of ``B`` spread over 2**+-spread: more
+    range than int8's 20 moduli (about 160 bits) certify everywhere in accurate mode,
+    and within fp64's (about 430 bits) for these seeded entries."""
+    rng = np.random.default_rng(2)
+    A = rng.standard_normal((m, k)) * np.exp2(rng.integers(-spread, spread, (1, k)))
+    B = rng.standard_normal((k, n)) * np.exp2(rng.integers(-spread, spread, (k, 1)))
+    return A, B
+
+
+@pytest.mark.parametrize("engine_avail", [True, False])
+def test_the_machines_int8_widens_to_fp64_where_it_cannot_certify(engine_avail, rng,
+                                                                     monkeypatch):
+    """Where the machine chose int8, a product int8 cannot certify runs the fp64 scheme
+    (its bits, on its engine); typical products, pinned schemes and named engines keep
+    int8; the NumPy reference and the distributed product widen alike."""
+    from ozaki.api import arguments
+    from ozaki.backends import engines
+    monkeypatch.setattr(arguments, "machine_scheme", lambda: "int8")
+    if not engine_avail:  # the int8 scheme on cpu-blas: the same decision, other engine
+        monkeypatch.setattr(engines.OneDNNEngine, "available", lambda self: False)
+    A, B = _wide()
+    for mode in ("accurate", "fast"):
+        C, info = ozaki.dgemm(A, B, mode=mode, return_info=True)
+        _, pinned = ozaki.dgemm(A, B, mode=mode, scheme="int8", return_info=True)
+        assert pinned.uncertified or mode == "fast"
+        if pinned.uncertified:  # accurate mode: int8 leaves entries to the fallback
+            assert (info.scheme, info.engine, info.uncertified) == ("fp64", "cpu-blas", 0)
+        else:  # fast mode's normwise target: int8 certifies them itself
+            assert info.scheme == "int8"
+        want = ozaki.dgemm(A, B, mode=mode, scheme=info.scheme)
+        assert np.array_equal(C, want)
+        with ozaki.set_backend("numpy"):
+            assert np.array_equal(ozaki.dgemm(A, B, mode=mode), want)
+        Z = ozaki.zgemm(A + 0.5j * A, B - 1j * B, mode=mode)
+        assert np.array_equal(Z, ozaki.zgemm(A + 0.5j * A, B - 1j * B, mode=mode,
+                                             scheme=ozaki.zgemm(A + 0.5j * A, B - 1j * B,
+                                                                mode=mode,
+                                                                return_info=True)[1].scheme))
+    _, info = ozaki.dgemm(A, B, return_info=True)
+    assert info.scheme == "fp64"
+    with ozaki.set_scheme("int8"):  # pinned: no widening, the fallback does its work
+        _, info = ozaki.dgemm(A, B, return_info=True)
+        assert info.scheme == "int8" and info.fallback_entries > 0
+    for kw in (dict(scheme="int8"), dict(num_moduli=20)):  # named: no widening
+        assert ozaki.dgemm(A, B, return_info=True, **kw)[1].scheme == "int8"
+    typical = rng.standard_normal((200, 128)), rng.standard_normal((128, 200))
+    assert ozaki.dgemm(*typical, return_info=True)[1].scheme == "int8"
+
+
+def test_the_distributed_product_widens_as_serial(rng, monkeypatch):
+    MPI = pytest.importorskip("mpi4py.MPI")
+    from ozaki import distributed as D
+    from ozaki.api import arguments
+    monkeypatch.setattr(arguments, "machine_scheme", lambda: "int8")
+    A, B = _wide()
+    with ozaki.set_small_products(False):
+        C, info = ozaki.dgemm(A, B, return_info=True)
+        grid = D.make_grid((1, 1), MPI.COMM_SELF)
+        dC, dinfo = D.dgemm(D.scatter(A, grid), D.scatter(B, grid), return_info=True)
+    assert info.scheme == dinfo.scheme == "fp64"
+    assert np.array_equal(D.gather(dC), C)

@@ -21,10 +21,12 @@ from ..core import compensated
 from ..core.kind import Kind
 from .arguments import policy_for, resolve
 from ..backends import get_backend
+from ..backends.engines import pinned_scheme
 from ..core.certify import CertificationError
 from ..core.info import OzakiInfo
 from ..core.moduli import auto_num_moduli
-from ..core.pipeline import FloorRequest, Options, Prepared, emulate, floors_buffer
+from ..core.pipeline import (FloorRequest, Options, Prepared, decide, emulate, floors_buffer,
+                             plane_of, widened)
 from .prepared import PreparedOperand, embed
 from ..core.scaling import quantization_bits
 
@@ -33,11 +35,20 @@ __all__ = ["options", "stacked", "empty_product", "compensated_product", "parts_
 
 
 def options(scheme, num_moduli, mode, engine, fallback, bounds, backend=None) -> Options:
-    """The call's :class:`~ozaki.core.pipeline.Options`, every argument checked."""
+    """The call's :class:`~ozaki.core.pipeline.Options`, every argument checked.
+
+    Where the machine chooses the scheme (``scheme``, ``engine`` and ``num_moduli``
+    all ``"auto"``, no :func:`ozaki.set_scheme`), a product its scheme cannot certify
+    takes ``fp64``'s wider range instead (:func:`ozaki.core.pipeline.widened`).
+    """
     be = get_backend(backend)
+    machine = (isinstance(scheme, str) and scheme == "auto" and pinned_scheme() is None
+               and (engine is None or isinstance(engine, str) and engine == "auto")
+               and isinstance(num_moduli, str) and num_moduli == "auto")
     scheme, num_moduli, mode, eng = resolve(scheme, num_moduli, mode, engine, be)
+    wider = "fp64" if machine and scheme != "fp64" else None
     return Options(scheme, num_moduli, mode, eng, policy_for(fallback, num_moduli),
-                   bool(bounds), be)
+                   bool(bounds), be, wider)
 
 
 def stacked(A3, B3, opts: Options, kind: Kind, b: int, m: int, n: int, k: int):
@@ -68,9 +79,16 @@ def stacked(A3, B3, opts: Options, kind: Kind, b: int, m: int, n: int, k: int):
         with opts.backend.sized(b * width * max(m * k, k * n, m * n)):
             t0 = time.perf_counter()
             pa, pb = side(A3, 0), side(B3, 1)  # the operands' line data: part of the decisions
-            lines = time.perf_counter() - t0
             out = np.empty((b, m, n), dtype)
-            info = emulate(pa, pb, opts, out, kind=kind)
+            dec = None
+            if opts.wider is not None:  # the machine's scheme, unless it cannot certify
+                dec = decide(pa, pb, opts, b, kind, plane_of(out, kind))
+                wide = widened(opts, dec)
+                if wide is not None:
+                    opts, dec = wide, None
+                    pa, pb = side(A3, 0), side(B3, 1)  # accurate mode: the scheme's floors
+            lines = time.perf_counter() - t0
+            info = emulate(pa, pb, opts, out, kind=kind, decision=dec)
             info.seconds["scaling"] += lines
     if info.error_bound is not None:
         info.error_bound = parts_bound(info.error_bound, n, kind)

@@ -29,7 +29,7 @@ from ..core.scope import scoped
 from .onednn import OneDNNEngine
 
 __all__ = ["Engine", "BlasEngine", "FP8Engine", "Int8Engine", "get_engine", "auto_engine",
-           "machine_scheme", "pin_scheme",
+           "machine_scheme", "pin_scheme", "pinned_scheme",
            "available_engines", "exact_out", "ENGINES", "FP32_EXACT"]
 
 
@@ -216,7 +216,12 @@ _pinned = threading.local()
 def machine_scheme() -> str:
     """The scheme of calls whose ``scheme`` and ``engine`` are both ``"auto"``: the
     calling thread's :func:`ozaki.set_scheme`, else :func:`auto_engine`'s."""
-    return getattr(_pinned, "scheme", None) or auto_engine().preferred_scheme
+    return pinned_scheme() or auto_engine().preferred_scheme
+
+
+def pinned_scheme() -> str | None:
+    """The calling thread's :func:`ozaki.set_scheme` (``None`` outside its blocks)."""
+    return getattr(_pinned, "scheme", None)
 
 
 def pin_scheme(scheme: str) -> contextlib.AbstractContextManager:

@@ -23,7 +23,7 @@ Gauss's three products (:func:`ozaki.core.products.complex_product`).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -40,7 +40,8 @@ from .pieces import (CHUNK_BYTES, GROUP_BYTES, column_block, group_size, piece_b
                      piece_threads)
 from .workspace import workspace
 
-__all__ = ["Options", "Prepared", "decide", "emulate", "slice_operands",
+__all__ = ["Options", "Prepared", "decide", "emulate", "slice_operands", "widened",
+           "plane_of",
            "CHUNK_BYTES"]
 
 
@@ -57,7 +58,9 @@ class Options:
     ``scheme`` resolved (never ``"auto"``), ``num_moduli`` an int in the scheme's
     range or ``"auto"``, ``policy`` the fallback policy for uncertified entries,
     ``want_bound`` whether per-entry bounds are returned; the phases read these
-    and nothing else of the call's arguments.
+    and nothing else of the call's arguments. ``wider``: the scheme a product takes
+    instead when step 1 finds entries ``scheme`` cannot certify at its largest count
+    (set only where the machine chose ``scheme``: :func:`widened`).
     """
 
     scheme: Scheme
@@ -67,6 +70,25 @@ class Options:
     policy: Policy
     want_bound: bool
     backend: Backend
+    wider: Scheme | None = None
+
+
+def widened(opts: Options, dec: decisions.Decision) -> Options | None:
+    """The options to decide again with, when the machine chose ``opts.scheme`` and step 1
+    left entries uncertified at its largest count; else ``None``.
+
+    The machine's choice (:func:`ozaki.backends.engines.auto_engine`) is the fastest
+    scheme on typical inputs; ``int8`` keeps about 160 bits of the operands at its 20
+    moduli, ``fp64`` about 430, so products of operands whose lines span a wide
+    exponent range certify in ``fp64`` where ``int8`` would send most entries to the
+    exact fallback (measured: 896 x 128 x 896 with column exponents spread over
+    2**+-100: 144142 entries against 6). The outcome depends only on the input and
+    the machine's choice, so the bits stay reproducible on that machine.
+    """
+    if opts.wider is None or not dec.uncertified.any():
+        return None
+    return replace(opts, scheme=opts.wider, engine=opts.backend.engine("auto", opts.wider),
+                   wider=None)
 
 
 def floors_buffer(op: Operand, xp=np) -> np.ndarray:
@@ -312,9 +334,7 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
     k = A.shape[2] // 2 if kind.complex else A.shape[2]
     n = B.shape[2]
     t0 = time.perf_counter()
-    plane = out  # real (b, m, n); for complex products ``out``'s memory as (b, m, 2n)
-    if kind.complex:
-        plane = out.view(np.float64).reshape(b, m, 2 * n)
+    plane = plane_of(out, kind)
     # the floor GEMM (accurate mode) lives in ``plane`` until the product overwrites it
     dec = decide(pa, pb, opts, b, kind, plane) if decision is None else decision
     # a decision the caller passed is not written into (the bound is finished in place)
@@ -335,6 +355,15 @@ def emulate(pa: Prepared, pb: Prepared, opts: Options, out: np.ndarray,
                     b, kind, lambda g: slice_operands(pa, pb, g, kind))
     info.seconds["reconstruction"] += time.perf_counter() - t0
     return info
+
+
+def plane_of(out: np.ndarray, kind: Kind) -> np.ndarray:
+    """``out`` (b, m, n) as the real plane the phases write: itself, or for complex
+    products its memory as (b, m, 2n)."""
+    if not kind.complex:
+        return out
+    b, m, n = out.shape
+    return out.view(np.float64).reshape(b, m, 2 * n)
 
 
 def _run_pieces(pa: Prepared, pb: Prepared, opts: Options, lay: Layout, plane: np.ndarray,

@@ -43,6 +43,7 @@ from ..core import fallback as _fallback
 from ..core.certify import CertificationError, explain
 from ..core.kind import COMPLEX, REAL, Kind
 from ..core.info import OzakiInfo
+from ..core.pipeline import widened
 from .accurate import decide_accurate, real_operands
 from .fast import decide_fast, line_data, norm_data
 from .layout import DistributedMatrix, agree
@@ -83,9 +84,12 @@ def check_operands(A, B, options: dict, kind: Kind, MPI):
         # the backend each rank resolved (a thread's default may differ between ranks)
         return (tuple(A.shape), tuple(B.shape), (A.grid.P, A.grid.Q), (B.grid.P, B.grid.Q),
                 repr(sorted((k, str(getattr(v, "name", v))) for k, v in options.items())),
-                resolved["opts"].backend.name)
+                resolved["opts"].backend.name, resolved["opts"].scheme,
+                resolved["opts"].engine.name)
 
-    (M, K), (K2, N), ga, gb, _, _ = agree(grid.comm, check)
+    # the ranks must also resolve the same scheme and engine ("auto" follows each
+    # rank's machine: ranks of different CPUs must name them)
+    (M, K), (K2, N), ga, gb, _, _, _, _ = agree(grid.comm, check)
     opts = resolved["opts"]
     if ga != gb:
         raise ValueError(f"A is on a {ga[0]} x {ga[1]} grid, B on {gb[0]} x {gb[1]}")
@@ -182,13 +186,20 @@ def _product(A, B, grid, shape, opts, panel, return_info, bounds, kind, MPI):
     oa = opts.backend.operand(embedded(A.local, 0)[None], 0)
     ob = opts.backend.operand(embedded(B.local, 1)[None], 1)
     la, lb = line_data(oa, backend, grid.row, MPI, tr), line_data(ob, backend, grid.col, MPI, tr)
-    if opts.mode == "accurate":
-        dec = decide_accurate(A, B, oa, ob, la, lb, opts, panel, kind, tr)
-    else:
+
+    def decide(opts):
+        if opts.mode == "accurate":
+            return decide_accurate(A, B, oa, ob, la, lb, opts, panel, kind, tr)
         na = norm_data(oa, la, Ke, backend, grid.row, MPI, tr)
         nb = norm_data(ob, lb, Ke, backend, grid.col, MPI, tr)
-        dec = decide_fast(grid, la, na, lb, nb, Ke, opts, MPI, (m0, m1), (n0, n1), kind,
-                          tr)
+        return decide_fast(grid, la, na, lb, nb, Ke, opts, MPI, (m0, m1), (n0, n1), kind,
+                           tr)
+
+    dec = decide(opts)
+    wide = widened(opts, dec)  # as serial: the counts of uncertified entries are global
+    if wide is not None:
+        opts = wide
+        dec = decide(opts)
     info = OzakiInfo.from_decision(opts, dec, kind)
     if info.uncertified and opts.policy == "raise":
         raise CertificationError(explain(dec, opts.scheme, opts.mode))
