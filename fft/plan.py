@@ -305,9 +305,11 @@ class Plan:
                  engine: str = "auto", num_moduli: int | str = "auto", native: bool = False):
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"invalid number of data points ({n}) specified")
-        ozaki.resolve_options(scheme, num_moduli, mode, engine)  # the errors dgemm would raise
+        # the errors dgemm would raise; "auto" resolved now (the machine's scheme, or
+        # ozaki.set_scheme's): the plan's counts and bits are that scheme's for its life
+        resolved = ozaki.resolve_options(scheme, num_moduli, mode, engine)
         self.n = int(n)
-        self.options = _Options(scheme, mode, engine, num_moduli, bool(native))
+        self.options = _Options(resolved.scheme, mode, engine, num_moduli, bool(native))
         self.radices = factorize(self.n)
         self.stages = [(_Bluestein if r > DENSE_LIMIT else _Dense)(r, self.options)
                        for r in self.radices]

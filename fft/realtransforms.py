@@ -1,15 +1,48 @@
 """Real-to-real transforms: DCT and DST of types I-IV (``scipy.fft``'s signatures).
 
-Every multiplication of a transform runs through ozaki's emulated products (an FFT of
-:mod:`fft`); how a line of type ``t`` and length ``N`` is reduced to an FFT depends on
-``(t, N)`` alone (:func:`reduction`):
+Every multiplication of a transform runs through ozaki's emulated products; how a line
+of type ``t`` and length ``N`` is computed depends on ``(t, N)`` alone (:func:`reduction`):
 
-* **Mirrored** (type I; types II and III for ``N <= 16``; type IV for ``N < 16`` or odd
-  ``N``): the real-input DFT (:func:`fft.rfft`) of a **symmetric extension**, with no
-  twiddle.
+* **Direct** (``N <= 48`` for type I, ``16`` for types II and III, ``15`` for type IV,
+  127 for odd type IV): one product with the normalised matrix in double-double.
+* **Mirrored** (type I and odd type IV beyond those): the real-input DFT
+  (:func:`fft.rfft`) of a **symmetric extension**, with no twiddle.
 * **Reduced** (types II and III from ``N = 17``, type IV at even ``N >= 16``): one
   ``N/2``-point complex FFT (even ``N``) or one ``N``-point real FFT (odd ``N``, types II
   and III) between twiddle passes computed with error-free transformations.
+
+**Direct.** ``C = Chi + Clo`` (:func:`fft.tables.r2r_matrix_dd`) holds scipy's weights,
+the norm's ``1/L`` or ``1/sqrt L`` and ``orthogonalize``'s ``sqrt 2`` factors, each entry
+within ``2**-103`` relative of the exact one, and the lines ``x`` (rows) are multiplied
+as ``[x, x] @ [Chi^T; Clo^T]``: **one** emulated product of inner length ``2N``
+(:func:`ozaki.dgemm`, fast mode, ``fallback="exact"``) at a count whose moduli's product
+exceeds ``2**(2 DIRECT_BITS + 1) 2N`` (13 moduli of the ``fp64`` scheme, taken whatever
+the plans' scheme: ``int8``'s 20 reach only about 155 bits). Fast mode then makes about
+``DIRECT_BITS = 128`` bits of each line and each column integers, which keeps every bit
+of ``Chi`` and ``Clo`` and, of ``x``, everything above ``2**-128 max|x|``; the CRT
+recovers the product of those integers exactly and ozaki's compensated reconstruction
+rounds it once, up to its ``gamma**2`` terms. So each output is a nearest double of the
+exact normalised transform, up to ``2**-100 sum_n |C_jn x_n| + 2**-127 ||C_j||_1
+max|x|``. Any float64 result (scipy's included) is a double, so none is nearer: on
+every output our error is at most scipy.fft's up to those terms, hence so are the L2
+and max errors (``tests/test_fft_r2r_short.py`` checks each output against mpmath). A
+product of the correctly rounded entries alone would add up to ``u/2`` per term (the
+tests show outputs it misses).
+The product needs no range scaling (ozaki computes an entry whose ``(|A||B|)_ij`` may
+reach ``2**1023`` by its exactly rounded dot product: a result that fits is finite),
+follows exact arithmetic on ``inf``/NaN, and its shifts, certificate and fallback are
+per line and column: a line's bits never depend on the batch.
+
+**Threshold**: accuracy decides at short lengths, cost beyond. The direct product gives
+nearest doubles at any length but costs ``13 * 2N**2`` multiply-adds per line against an
+FFT's ``O(N log N)``. Measured on 4096 lines (2 shared, loaded cores): types II and III
+up to 16 take the time of the mirrored ``4N``-point rfft they replace (fp64 plans), 2-4x
+the reduced transforms', which from 17 on are cheaper still and below scipy's error (L2
+ratio 0.45-0.85); type IV's reduction needs even ``N`` (from 16, 3-4x cheaper), and at
+odd ``N`` up to 127 the direct product is 4-20x cheaper than the ``8N``-point mirrored
+rfft; type I, never reduced, costs 0.3-2.3x the mirrored ``2(N +- 1)``-point rfft up to
+``N = 48``, whose ``"ortho"`` divisor ``fl(sqrt L)``, off by up to ``0.9 u`` (``L =
+76``: ``N = 37, 39``), gave the only errors above scipy's up to 48.
 
 **Mirrored.** The transform's cosines (sines) are exactly the real (imaginary) parts of
 ``W_M^j`` for an ``M`` of 2, 4 or 8 times the length, so placing ``x`` at the right
@@ -64,57 +97,57 @@ TwoProduct, Knuth's TwoSum: Ogita-Rump-Oishi's Dot2) in compiled passes: it **ro
 about once**, so a reduced type II or III adds one rounding per output (or input) to
 the FFT's, and type IV one before and one after.
 
-**Accuracy** (relative L2 error on standard normal input against scipy.fft in long
-double, ``tests/test_fft_r2r.py``): 0.4-1.4e-16. Over the eight functions, types II-IV
-and ``N`` in 7, 16, 60, 97, 128, 1000, 1009, 4096 the ratio to scipy.fft's own float64
-error (the worst of three inputs per case) has median 0.45 and maximum 0.91 (type IV at
-``N = 7``, mirrored); the reduced cases alone have median 0.45 and maximum 0.58 (0.15-0.23
-at the prime 1009, where pocketfft errs by 4-5e-16). Below ``N = 17`` the mirrored
-transform measures more accurate than the reduced one (0.33-0.46 against 0.39-0.56 for
-types II and III at ``N = 8-16``), from there on the reduced one (0.34-0.46 against
-0.38-0.57 at ``N = 17-64``; type IV is even from ``N = 16``): hence the rule.
+**Accuracy and cost** (measured in ``docs/fft.rst``): relative L2 errors of 0.3-1.4e-16
+on standard normal input, at most scipy.fft's at every ``N`` from 1 to 40, every type,
+inverse, norm and ``orthogonalize``. Direct: ``13 * 2N**2`` multiply-adds per line.
+Mirrored: one rfft of length ``M``, 2-8 times the work of an ``N``-point real FFT.
+Reduced: one ``N/2``-point complex or ``N``-point real FFT and one or two O(``N``)
+compiled passes (at ``N = 2**20`` about the time of ``fft.fft`` of ``2**19`` points).
 
-**Cost.** Mirrored: one rfft of length ``M``, 2-8 times the work of an ``N``-point real
-FFT (most of ``u`` is zeros, which a dense stage multiplies all the same). Reduced:
-one ``N/2``-point complex FFT (even ``N``) or ``N``-point real FFT (odd ``N``), plus one
-pass of O(``N``) compiled arithmetic before or after it (two for type IV), about a tenth
-of the FFT's time: at ``N = 2**20`` types II, III and IV take about the time of
-``fft.fft`` of ``2**19`` points.
+Normalisation (mirrored and reduced), as scipy, by the logical length ``L`` (``2(N-1)``
+for DCT-I, ``2(N+1)`` for DST-I, ``2N`` for the others; not ``M``): ``"backward"``
+leaves the forward transforms unscaled and divides the inverses by ``L``; ``"forward"``
+the other way round; ``"ortho"`` divides both by ``sqrt(L)`` (one rounded divisor, one
+division). ``orthogonalize`` (default: ``norm == "ortho"``) multiplies the endpoints
+weighed by 1 by ``sqrt 2`` at the input (DCT-I, DCT-III, DST-III) and divides the
+corresponding outputs by it (DCT-I, DCT-II, DST-II), each of those outputs once, by one
+rounded divisor. ``idct(x, t)`` is ``dct(x, t')`` with ``t' = 1, 3, 2, 4`` for ``t = 1,
+2, 3, 4`` and the normalisation's direction swapped (likewise ``idst``); the n-D forms
+run the 1-D transform along each axis, last to first.
 
-Normalisation, as scipy, by the logical length ``L`` (``2(N-1)`` for DCT-I, ``2(N+1)``
-for DST-I, ``2N`` for the others; not ``M``): ``"backward"`` leaves the forward
-transforms unscaled and divides the inverses by ``L``; ``"forward"`` the other way
-round; ``"ortho"`` divides both by ``sqrt(L)`` (one rounded divisor, one division).
-``orthogonalize`` (default: ``norm == "ortho"``) multiplies the endpoints weighed by 1
-by ``sqrt 2`` at the input (DCT-I, DCT-III, DST-III) and divides the corresponding
-outputs by it (DCT-I, DCT-II, DST-II), each of those outputs once, by one rounded
-divisor. ``idct(x, t)`` is ``dct(x, t')`` with ``t' = 1, 3, 2, 4`` for ``t = 1, 2, 3, 4``
-and the normalisation's direction swapped (likewise ``idst``); the n-D forms run the
-1-D transform along each axis, last to first.
-
-Range: an input large enough that the unnormalised transform could overflow (or, when
-reduced, that an operand of the error-free products could exceed ``2**996``) is scaled
-by an exact power of two first and the normalised result back (``_shift``,
-``_shift_reduced``), so a finite result that fits is finite (scipy gives ``inf`` or NaN
-in some such cases). Bits do not depend on the batch: the reduction depends on ``(t,
-N)`` only, the extension, the twiddle passes and the scaling are per line, and the
-FFT's bits do not depend on the batch (:mod:`fft.plan`), except where a call is scaled
-for range, as for the FFTs. A non-finite input gives non-finite outputs where it
-enters (a reduced transform's error-free products turn ``inf`` into NaN). Complex input is transformed as its real and imaginary
-parts, one batch; float16/float32 give float32 and complex64 gives complex64, computed
-in FP64 and rounded once; long double is refused (``TypeError``). Errors for bad
-arguments are scipy's types; DCT-I of one point is a ``RuntimeError``, as in scipy.
+Range (mirrored and reduced): an input large enough that the unnormalised transform
+could overflow (or, when reduced, that an operand of the error-free products could
+exceed ``2**996``) is scaled by an exact power of two first and the normalised result
+back (``_shift``, :func:`fft.reduced.range_shift`), so a finite result that fits is
+finite (scipy gives ``inf`` or NaN in some such cases). Bits do not depend on the batch:
+the reduction depends on ``(t, N)`` only, the extension, the twiddle passes and the
+scaling are per line, and the FFT's bits do not depend on the batch (:mod:`fft.plan`),
+except where a call is scaled for range, as for the FFTs. A non-finite input gives
+non-finite outputs where it enters (a reduced transform's error-free products turn
+``inf`` into NaN). Complex input is transformed as its real and imaginary parts, one
+batch; float16/float32 give float32 and complex64 gives complex64, computed in FP64 and
+rounded once; long double is refused (``TypeError``). Errors for bad arguments are
+scipy's types; DCT-I of one point is a ``RuntimeError``, as in scipy.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import operator
+import time
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 
+import ozaki
+
+from . import tables
 from . import transforms as _t
+from .plan import Plan, StageRecord
+from .records import record
 from .reduced import REDUCED, fft_length, range_shift, reduction
 
 __all__ = ["dct", "idct", "dst", "idst", "dctn", "idctn", "dstn", "idstn"]
@@ -171,11 +204,17 @@ def _pick(U: np.ndarray, t: int, kind: str, N: int) -> np.ndarray:
     return sel + 0.0 if kind == "dct" else 0.0 - sel  # no negative zeros
 
 
+def _scaling(norm: str, inverse: bool) -> str:
+    """``"none"``, ``"n"`` (divide by ``L``) or ``"sqrt"`` (by ``sqrt L``): scipy's norms,
+    the direction swapped for an inverse."""
+    return ({"backward": "none", "forward": "n", "ortho": "sqrt"}[norm] if not inverse else
+            {"backward": "n", "forward": "none", "ortho": "sqrt"}[norm])
+
+
 def _divisor(norm: str, inverse: bool, M: int) -> tuple[float, float]:
     """The divisor of the outputs and of the orthogonalised endpoints (one rounding each),
     for the logical length ``M`` (``2(N-1)``, ``2(N+1)`` for type 1, else ``2N``)."""
-    kind = ({"backward": "none", "forward": "n", "ortho": "sqrt"}[norm] if not inverse else
-            {"backward": "n", "forward": "none", "ortho": "sqrt"}[norm])
+    kind = _scaling(norm, inverse)
     if kind == "none":
         return 1.0, math.sqrt(2.0)
     if kind == "n":
@@ -200,6 +239,83 @@ def _shift(a: np.ndarray, M: int) -> int:
     return max(0, math.frexp(top)[1] + (M - 1).bit_length() + 2 - 1022)
 
 
+_OPTIONS: ContextVar[dict] = ContextVar("fft_r2r_plan_options", default={})
+#: Bits a direct product keeps of each line and each matrix column (module docstring).
+DIRECT_BITS = 128
+
+
+@contextlib.contextmanager
+def plan_options(**options):
+    """Inside the block, the real-to-real transforms of the calling thread make their plans
+    with ``options`` (:class:`fft.Plan`'s keywords) and run their direct products with
+    its ``scheme``, ``mode``, ``engine`` and ``native`` (not ``num_moduli``: the direct
+    product's count is its own): ``native=True`` runs every product on numpy's FP64 GEMM.
+
+    Not part of :mod:`fft`'s API: the benchmarks' baseline, the same transform with
+    native products (``benchmarks/test_fft_bench.py``). Without it the transforms use
+    the default plans (:func:`fft.get_plan`)."""
+    Plan(1, **options)  # the errors a plan would raise
+    token = _OPTIONS.set(dict(options))
+    try:
+        yield
+    finally:
+        _OPTIONS.reset(token)
+
+
+def _plan(n: int) -> Plan:
+    return _t.get_plan(n, **_OPTIONS.get())
+
+
+@functools.lru_cache(maxsize=64)
+def _direct_operand(kind: str, t: int, N: int, scaling: str, ortho: bool, options: tuple):
+    """The prepared matrix, its count and the product's options.
+
+    The scheme is ``"fp64"`` unless the options name one (or an engine without it): its
+    moduli reach ``2**(2 DIRECT_BITS + 1) 2N`` at 13, where fast mode keeps about
+    ``DIRECT_BITS`` bits of each side; the count is the smallest that does, at most the
+    scheme's (``"int8"``'s 20 moduli keep about 74)."""
+    opts = dict(options)
+    scheme, mode = opts.get("scheme", "auto"), opts.get("mode", "fast")
+    engine = opts.get("engine", "auto")
+    if scheme == "auto":
+        try:
+            scheme = ozaki.resolve_options("fp64", "auto", mode, engine).scheme
+        except ValueError:  # an engine that does not run it: its own
+            scheme = ozaki.resolve_options("auto", "auto", mode, engine).scheme
+    need, bits, count = 2 * DIRECT_BITS + 1 + math.log2(2 * N), 0.0, 0
+    for m in ozaki.moduli(scheme):
+        if bits >= need:
+            break
+        bits, count = bits + math.log2(m), count + 1
+    prepared = ozaki.prepare(tables.r2r_matrix_dd(kind, t, N, scaling, ortho), side="right",
+                             keep_residues=N <= 16)  # planes of a longer one: rebuilt per call
+    return prepared, count, {"scheme": scheme, "mode": mode, "engine": engine}
+
+
+def _direct(a: np.ndarray, t: int, kind: str, scaling: str, ortho: bool,
+            workers) -> np.ndarray:
+    """The normalised transform of the last axis of ``a`` as one product, the lines as
+    the rows of ``[x, x] @ [Chi^T; Clo^T]`` (module docstring)."""
+    N = a.shape[-1]
+    x = np.ascontiguousarray(a).reshape(-1, N)
+    if not x.size:
+        return np.zeros(a.shape)
+    X = np.concatenate([x, x], axis=1)
+    opts = _OPTIONS.get()
+    t0 = time.perf_counter()
+    if opts.get("native"):
+        y, count, gemms = X @ tables.r2r_matrix_dd(kind, t, N, scaling, ortho), 0, 0
+    else:
+        prepared, count, o = _direct_operand(kind, t, N, scaling, ortho,
+                                             tuple(sorted(opts.items())))
+        with _t.limit_threads(workers):
+            y, info = ozaki.dgemm(X, prepared, num_moduli=count, fallback="exact",
+                                  return_info=True, **o)
+        gemms = info.gemms
+    record(StageRecord(N, x.shape[0], "direct", count, gemms, time.perf_counter() - t0))
+    return y.reshape(a.shape)
+
+
 def _line(a: np.ndarray, axis: int, t: int, kind: str, norm: str, inverse: bool,
           ortho: bool, workers) -> np.ndarray:
     """The transform of type ``t`` (already mapped for an inverse) along ``axis`` of a
@@ -208,8 +324,11 @@ def _line(a: np.ndarray, axis: int, t: int, kind: str, norm: str, inverse: bool,
     N = a.shape[-1]
     M = _logical(t, kind, N)
     how = reduction(t, N)
-    pre = {("dct", 1): (0, -1), ("dct", 3): (0,), ("dst", 3): (-1,)}.get((kind, t), ())
-    post = {("dct", 1): (0, -1), ("dct", 2): (0,), ("dst", 2): (-1,)}.get((kind, t), ())
+    if how == "direct":
+        return np.moveaxis(_direct(a, t, kind, _scaling(norm, inverse), ortho, workers), -1,
+                           axis)
+    pre = tables.R2R_ENDS_IN.get((kind, t), ())
+    post = tables.R2R_ENDS_OUT.get((kind, t), ())
     shift = _shift(a, M) if how == "mirror" else range_shift(a, fft_length(how, N))
     a = a * 2.0 ** -shift if shift else a
     if ortho and pre:
@@ -217,9 +336,10 @@ def _line(a: np.ndarray, axis: int, t: int, kind: str, norm: str, inverse: bool,
         for i in set(i % N for i in pre):
             a[..., i] = a[..., i] * math.sqrt(2.0)
     if how == "mirror":
-        raw = _pick(_t.rfft(_extend(a, t, kind, M), axis=-1, workers=workers), t, kind, N)
+        raw = _pick(_t.rfft(_extend(a, t, kind, M), axis=-1, workers=workers, plan=_plan(M)),
+                    t, kind, N)
     else:
-        raw = REDUCED[t, how](a, kind == "dst", workers)
+        raw = REDUCED[t, how](a, kind == "dst", workers, _plan(fft_length(how, N)))
     d, d_end = _divisor(norm, inverse, M if t == 1 else 2 * N)
     y = raw / d  # a new contiguous array (d = 1.0: a copy)
     if ortho and post:
@@ -260,9 +380,10 @@ def _r2r(x: Any, type, s, axes, norm, workers, orthogonalize, kind: str,
 _DOC = """{title} (``scipy.fft.{name}``'s signature), FP64-grade.
 
     {what}
-    Computed through an FFT of :mod:`fft` (:mod:`fft.realtransforms`): the rfft of a
-    symmetric or antisymmetric extension, or (types 2-4 at most lengths) an
-    ``N/2``- or ``N``-point FFT between twiddle passes that round about once.
+    Computed by ozaki's emulated products (:mod:`fft.realtransforms`): at short lengths
+    one product with the double-double matrix (every output a nearest double of the
+    exact result), else the rfft of a symmetric or antisymmetric extension (type 1, odd
+    type 4) or an ``N/2``- or ``N``-point FFT between twiddle passes that round about once.
 
     Parameters
     ----------

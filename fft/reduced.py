@@ -1,13 +1,14 @@
 """DCT/DST of types II-IV through shorter FFTs, with double-double twiddles.
 
-The reductions :mod:`fft.realtransforms` takes from ``N = 16``/``17`` on (its module
-docstring gives the maths): types II and III through Makhoul's reordering, one
+The reductions :mod:`fft.realtransforms` takes beyond the direct product's lengths (its
+module docstring gives the maths): types II and III through Makhoul's reordering, one
 ``N``-point real FFT (odd ``N``) or one ``N/2``-point complex FFT (even ``N``), and type
 IV through one ``N/2``-point complex FFT between two twiddle passes. The twiddles are
 double-double values (:func:`fft.tables.roots_dd`) applied by error-free products
 (Dekker's TwoProduct, Knuth's TwoSum: no fused multiply-add, which numba does not
 contract by default) and rounded once per output. :func:`reduction` is the rule,
-:data:`REDUCED` the transforms by ``(type, how)``.
+:data:`REDUCED` the transforms by ``(type, how)``, each called as ``f(a, rev, workers,
+plan)`` with ``plan`` the :class:`fft.Plan` of its FFT (of :func:`fft_length` points).
 """
 
 from __future__ import annotations
@@ -20,32 +21,39 @@ import numpy as np
 from . import tables
 from . import transforms as _t
 
-__all__ = ["reduction", "fft_length", "range_shift", "REDUCED", "two_prod", "two_sum"]
+__all__ = ["reduction", "fft_length", "range_shift", "REDUCED", "MAX_DIRECT",
+           "MAX_DIRECT_ODD_IV", "two_prod", "two_sum"]
 
-_MIN_REDUCED = {2: 17, 3: 17, 4: 16}  #: the shortest length each type is reduced at
+#: The longest line of each type computed by one matrix product (``"direct"``) ...
+MAX_DIRECT = {1: 48, 2: 16, 3: 16, 4: 15}
+#: ... and of odd type IV, which is not reduced (its mirrored FFT has ``8N`` points).
+MAX_DIRECT_ODD_IV = 127
 
 
 def reduction(t: int, N: int) -> str:
     """How a line of type ``t`` (after the inverse's mapping) and length ``N`` is computed.
 
-    ``"mirror"``: the rfft of the symmetric extension (the module docstring's first
-    table). ``"half"`` (even ``N``): types II and III through one ``N/2``-point complex
-    FFT of Makhoul's reordering, packed as complex values, type IV through one
-    ``N/2``-point complex FFT with a twiddle before and after. ``"makhoul"`` (odd ``N``,
-    types II and III): one ``N``-point real FFT of Makhoul's reordering and one twiddle
-    per output (DCT-II) or input (DCT-III).
+    ``"direct"`` (``N <= 48`` for type I, ``16`` for types II and III, ``15`` for type
+    IV and ``127`` at odd ``N``: :data:`MAX_DIRECT`, :data:`MAX_DIRECT_ODD_IV`): one
+    emulated product with the transform's matrix, its entries and normalisation in
+    double-double (:mod:`fft.realtransforms`). ``"mirror"``: the rfft of the symmetric
+    extension (the module docstring's first table). ``"half"`` (even ``N``): types II
+    and III through one ``N/2``-point complex FFT of Makhoul's reordering, packed as
+    complex values, type IV through one ``N/2``-point complex FFT with a twiddle before
+    and after. ``"makhoul"`` (odd ``N``, types II and III): one ``N``-point real FFT of
+    Makhoul's reordering and one twiddle per output (DCT-II) or input (DCT-III).
 
-    The rule: types II and III are reduced from ``N >= 17``, type IV at even ``N >= 16``;
-    type I, shorter lengths and odd type IV are mirrored (below those lengths the
-    mirrored transform is the more accurate one, measured; above, the reduced one). It
-    depends on ``(t, N)`` alone, not on ``dct``/``dst``, the norm or the batch, so a
-    line's bits do not depend on how it is batched.
+    The rule: direct up to those lengths (the thresholds are argued in
+    :mod:`fft.realtransforms`); beyond, types II and III are reduced, type IV at even
+    ``N``; type I and odd type IV are mirrored. It depends on ``(t, N)`` alone, not on
+    ``dct``/``dst``, the norm or the batch, so a line's bits do not depend on how it is
+    batched.
     """
-    if t in (2, 3) and N >= _MIN_REDUCED[t]:
+    if N <= MAX_DIRECT[t] or (t == 4 and N % 2 and N <= MAX_DIRECT_ODD_IV):
+        return "direct"
+    if t in (2, 3):
         return "half" if N % 2 == 0 else "makhoul"
-    if t == 4 and N >= _MIN_REDUCED[4] and N % 2 == 0:
-        return "half"
-    return "mirror"
+    return "half" if t == 4 and N % 2 == 0 else "mirror"
 
 
 def fft_length(how: str, N: int) -> int:
@@ -321,20 +329,20 @@ def _reorder(x: np.ndarray, rev: bool) -> np.ndarray:
     return v
 
 
-def _makhoul2(a: np.ndarray, rev: bool, workers) -> np.ndarray:
+def _makhoul2(a: np.ndarray, rev: bool, workers, plan) -> np.ndarray:
     """DCT-II (DST-II) of the last axis: the ``N``-point rfft of Makhoul's ``v`` and one
     twiddle per output."""
     N = a.shape[-1]
     x = _lines(a)
     v = _reorder(x, rev)
     with _t.limit_threads(workers):
-        V = _t.transform_along(v, 1, _t.get_plan(N), real_in=True)
+        V = _t.transform_along(v, 1, plan, real_in=True)
     y = np.empty_like(x)
     _post2(V, tables.roots_dd(4 * N, 0, 1, N // 2 + 1), y, rev)
     return y.reshape(a.shape)
 
 
-def _makhoul3(a: np.ndarray, rev: bool, workers) -> np.ndarray:
+def _makhoul3(a: np.ndarray, rev: bool, workers, plan) -> np.ndarray:
     """DCT-III (DST-III: of ``x`` reversed, outputs times ``(-1)**k``) of the last axis:
     one twiddle per input, the ``N``-point inverse real FFT (the forward plan on the
     conjugates), and ``y[2m] = v[m]``, ``y[2m+1] = v[N-1-m]``."""
@@ -343,7 +351,7 @@ def _makhoul3(a: np.ndarray, rev: bool, workers) -> np.ndarray:
     V = np.empty((2, x.shape[0], N // 2 + 1))
     _pre3(x, tables.roots_dd(4 * N, 0, 1, N // 2 + 1), V, rev)
     with _t.limit_threads(workers):
-        v = _t.transform_along(_t.complete_hermitian(V, 1, N), 1, _t.get_plan(N), real_out=True)
+        v = _t.transform_along(_t.complete_hermitian(V, 1, N), 1, plan, real_out=True)
     h = N - N // 2
     y = np.empty_like(x)
     y[:, ::2] = v[:, :h]
@@ -354,7 +362,7 @@ def _makhoul3(a: np.ndarray, rev: bool, workers) -> np.ndarray:
     return y.reshape(a.shape)
 
 
-def _half2(a: np.ndarray, rev: bool, workers) -> np.ndarray:
+def _half2(a: np.ndarray, rev: bool, workers, plan) -> np.ndarray:
     """DCT-II (DST-II) of an even-length last axis: Makhoul's ``v`` packed as ``N/2``
     complex values ``v[2m] + i v[2m+1]``, their complex FFT, one four-term product per
     output (the real FFT's split and the twiddle at once)."""
@@ -364,13 +372,13 @@ def _half2(a: np.ndarray, rev: bool, workers) -> np.ndarray:
     Z = np.empty((2, x.shape[0], N // 2))
     Z[0], Z[1] = v[:, 0::2], v[:, 1::2]
     with _t.limit_threads(workers):
-        Z = _t.transform_along(Z, 1, _t.get_plan(N // 2))
+        Z = _t.transform_along(Z, 1, plan)
     y = np.empty_like(x)
     _post2h(Z, _tables2(N), y, rev)
     return y.reshape(a.shape)
 
 
-def _half3(a: np.ndarray, rev: bool, workers) -> np.ndarray:
+def _half3(a: np.ndarray, rev: bool, workers, plan) -> np.ndarray:
     """DCT-III (DST-III) of an even-length last axis: one four-term product per
     ``N/2``-point input (the twiddle and the inverse real FFT's packing at once), the
     ``N/2``-point complex FFT (of the conjugates: the inverse), and a permutation."""
@@ -379,13 +387,13 @@ def _half3(a: np.ndarray, rev: bool, workers) -> np.ndarray:
     Z = np.empty((2, x.shape[0], N // 2))
     _pre3h(x, _tables3(N), Z, rev)
     with _t.limit_threads(workers):
-        F = _t.transform_along(Z, 1, _t.get_plan(N // 2))
+        F = _t.transform_along(Z, 1, plan)
     y = np.empty_like(x)
     _post3h(F, y, rev)
     return y.reshape(a.shape)
 
 
-def _half4(a: np.ndarray, rev: bool, workers) -> np.ndarray:
+def _half4(a: np.ndarray, rev: bool, workers, plan) -> np.ndarray:
     """DCT-IV (DST-IV: of ``x`` reversed, outputs times ``(-1)**k``) of an even-length
     last axis: a twiddle, the ``N/2``-point complex FFT, a twiddle."""
     N = a.shape[-1]
@@ -393,7 +401,7 @@ def _half4(a: np.ndarray, rev: bool, workers) -> np.ndarray:
     T = np.empty((2, x.shape[0], N // 2))
     _pre4(x, tables.roots_dd(8 * N, 1, 4, N // 2), T, rev)
     with _t.limit_threads(workers):
-        T = _t.transform_along(T, 1, _t.get_plan(N // 2))
+        T = _t.transform_along(T, 1, plan)
     y = np.empty_like(x)
     _post4(T, tables.roots_dd(2 * N, 0, 1, N // 2), y, rev)
     return y.reshape(a.shape)

@@ -23,16 +23,23 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from fractions import Fraction
-from math import factorial
+from math import factorial, isqrt
 from threading import Lock
 
 import numpy as np
 
-__all__ = ["roots", "roots_dd", "dft_matrix", "twiddles", "chirp", "CACHE_BYTES", "clear_cache"]
+__all__ = ["roots", "roots_dd", "dft_matrix", "twiddles", "chirp", "r2r_trig_dd", "r2r_matrix_dd",
+           "sqrt_dd", "dd_add", "dd_mul", "R2R_ENDS_IN", "R2R_ENDS_OUT", "CACHE_BYTES",
+           "clear_cache"]
 
 CACHE_BYTES = 1 << 28  #: bound of the table cache (bytes of complex128 entries)
 
 _SPLIT = 134217729.0  # 2**27 + 1: Dekker's splitter for FP64
+#: The inputs scipy's DCT/DST of a ``(kind, type)`` weigh by 1 rather than 2, which
+#: ``orthogonalize`` multiplies by ``sqrt 2``, and the outputs it divides by ``sqrt 2``
+#: (indices modulo ``N``).
+R2R_ENDS_IN = {("dct", 1): (0, -1), ("dct", 3): (0,), ("dst", 3): (-1,)}
+R2R_ENDS_OUT = {("dct", 1): (0, -1), ("dct", 2): (0,), ("dst", 2): (-1,)}
 
 
 def _two_sum(a, b):
@@ -56,12 +63,16 @@ def _two_prod(a, b):
 
 
 def dd_add(ah, al, bh, bl):
+    """Double-double sum ``(ah + al) + (bh + bl)``, normalised (about ``2**-104`` relative
+    where nothing cancels)."""
     s, e = _two_sum(ah, bh)
     e = e + (al + bl)
     return _two_sum(s, e)
 
 
-def _dd_mul(ah, al, bh, bl):
+def dd_mul(ah, al, bh, bl):
+    """Double-double product ``(ah + al)(bh + bl)``, normalised: within about
+    ``2**-104`` relative (the dropped ``al bl`` and the roundings of the cross terms)."""
     p, e = _two_prod(ah, bh)
     e = e + (ah * bl + al * bh)
     return _two_sum(p, e)
@@ -204,17 +215,17 @@ def _sincos_dd(e: np.ndarray, N: int) -> tuple[np.ndarray, ...]:
     qh = ef / d
     ph, pl = _two_prod(qh, np.float64(d))
     ql = ((ef - ph) - pl) / d  # ef - ph - pl is exact (Sterbenz and two_prod)
-    th, tl = _dd_mul(qh, ql, np.float64(_PI_HI), np.float64(_PI_MID))
+    th, tl = dd_mul(qh, ql, np.float64(_PI_HI), np.float64(_PI_MID))
     th, tl = _two_sum(th, tl + qh * _PI_LO)
-    x2h, x2l = _dd_mul(th, tl, th, tl)
+    x2h, x2l = dd_mul(th, tl, th, tl)
     sh, sl = np.full_like(th, _SIN[0][0]), np.full_like(th, _SIN[0][1])
     for ch, cl in _SIN[1:]:
-        sh, sl = _dd_mul(sh, sl, x2h, x2l)
+        sh, sl = dd_mul(sh, sl, x2h, x2l)
         sh, sl = dd_add(sh, sl, ch, cl)
-    sh, sl = _dd_mul(sh, sl, th, tl)
+    sh, sl = dd_mul(sh, sl, th, tl)
     csh, csl = np.full_like(th, _COS[0][0]), np.full_like(th, _COS[0][1])
     for ch, cl in _COS[1:]:
-        csh, csl = _dd_mul(csh, csl, x2h, x2l)
+        csh, csl = dd_mul(csh, csl, x2h, x2l)
         csh, csl = dd_add(csh, csl, ch, cl)
     return csh, csl, sh, sl
 
@@ -251,3 +262,88 @@ def roots_dd(N: int, start: int, step: int, count: int) -> np.ndarray:
         out[3] = np.choose(quad, [sl, cl, -sl, -cl])
         return out + 0.0  # no negative zeros
     return table_cache.get(("roots_dd", N, start, step, count), make)
+
+
+def sqrt_dd(r: Fraction) -> tuple[float, float]:
+    """``sqrt(r)`` of a positive rational ``r`` as a normalised double-double pair.
+
+    ``m = isqrt(floor(r 4**e))`` with ``m`` near ``2**130`` is exact integer arithmetic, and
+    ``m 2**-e`` is below ``sqrt r`` by less than ``2**-128`` relative; ``hi`` is that value
+    correctly rounded and ``lo`` the rest, rounded: ``hi + lo`` is within about ``2**-106``
+    of ``sqrt r`` relative, and exact where ``sqrt r`` is a power of two (``sqrt(1/4) =
+    1/2``: then ``r 4**e`` is a perfect square).
+    """
+    r = Fraction(r)
+    if r <= 0:
+        raise ValueError(f"r must be positive, got {r}")
+    e = max(0, 130 - (r.numerator.bit_length() - r.denominator.bit_length()) // 2)
+    v = Fraction(isqrt((r.numerator << (2 * e)) // r.denominator), 1 << e)
+    hi = float(v)
+    return hi, float(v - Fraction(hi))
+
+
+def r2r_trig_dd(kind: str, t: int, N: int) -> np.ndarray:
+    """The trigonometric factors of scipy's DCT (``kind="dct"``) or DST of type ``t`` and
+    length ``N``, ``T[j, n] = cos(pi p(j, n) / q)`` (or ``sin``), in double-double.
+
+    ``q`` and ``p`` as in scipy's definitions: ``jn / (N-1)`` (DCT-I), ``(j+1)(n+1) / (N+1)``
+    (DST-I), ``j(2n+1) / 2N`` (DCT-II; DST-II with ``j+1``), ``(2j+1)n / 2N`` (DCT-III;
+    DST-III with ``n+1``), ``(2j+1)(2n+1) / 4N`` (type IV). Each is the entry ``p mod 2q``
+    of :func:`roots_dd` of order ``2q`` (``cos(pi p/q) = Re W_{2q}^p``, ``sin(pi p/q) =
+    -Im W_{2q}^p``), so the exact argument reduction and the accuracy are
+    :func:`roots_dd`'s: ``hi`` correctly rounded, ``hi + lo`` within about ``2**-104``.
+
+    Returns
+    -------
+    ndarray, shape (2, N, N), float64, read-only
+        ``hi`` and ``lo``; rows ``j`` (outputs), columns ``n`` (inputs).
+    """
+    if kind not in ("dct", "dst") or t not in (1, 2, 3, 4) or N < 1:
+        raise ValueError(f"no {kind}-{t} of length {N}")
+    if kind == "dct" and t == 1 and N < 2:
+        raise ValueError("a DCT of type 1 needs at least 2 points")
+
+    def make():
+        j = np.arange(N, dtype=np.int64)[:, None]
+        n = np.arange(N, dtype=np.int64)[None, :]
+        a, b = (j, n) if kind == "dct" else (j + 1, n + 1)  # DST-I's (j+1)(n+1)
+        p, two_q = {1: (a * b, 2 * (N - 1) if kind == "dct" else 2 * (N + 1)),
+                    2: (a * (2 * n + 1), 4 * N),  # DST-II: (j+1)(2n+1)
+                    3: ((2 * j + 1) * b, 4 * N),  # DST-III: (2j+1)(n+1)
+                    4: ((2 * j + 1) * (2 * n + 1), 8 * N)}[t]
+        R = roots_dd(two_q, 0, 1, two_q)
+        rows = (0, 1) if kind == "dct" else (2, 3)
+        return np.stack([R[rows[0]][p % two_q], R[rows[1]][p % two_q]]) + 0.0
+    return table_cache.get(("r2r-trig", kind, t, N), make)
+
+
+def r2r_matrix_dd(kind: str, t: int, N: int, scaling: str, ortho: bool) -> np.ndarray:
+    """The normalised DCT/DST matrix ``C = Chi + Clo`` in double-double, as ``[Chi^T;
+    Clo^T]`` (the right operand of ``[x, x] @ .`` for lines ``x``).
+
+    ``C[j, n] = T[j, n] s[j, n]``: ``T`` from :func:`r2r_trig_dd` and ``s = w_n g_n h_j f``
+    (scipy's weight ``w_n``, 1 at :data:`R2R_ENDS_IN` and 2 elsewhere; with ``ortho``,
+    ``g_n = sqrt 2`` there and ``h_j = 1/sqrt 2`` at :data:`R2R_ENDS_OUT`; ``f`` the norm's
+    ``1``, ``1/L`` or ``1/sqrt L`` for ``scaling`` ``"none"``, ``"n"``, ``"sqrt"``, with
+    scipy's ``L``: ``2(N-1)``, ``2(N+1)`` for type I, else ``2N``). ``s**2`` is an exact
+    rational, so :func:`sqrt_dd` gives ``s`` and :func:`dd_mul` the entry, within about
+    ``2**-103`` relative; exact entries (0, +-1, +-2, powers of two) come out exact.
+
+    Returns
+    -------
+    ndarray, shape (2N, N), float64, read-only
+    """
+    def make():
+        L = (2 * (N - 1) if kind == "dct" else 2 * (N + 1)) if t == 1 else 2 * N
+        f2 = {"none": Fraction(1), "n": Fraction(1, L * L), "sqrt": Fraction(1, L)}[scaling]
+        ends_in = {i % N for i in R2R_ENDS_IN.get((kind, t), ())}
+        ends_out = {i % N for i in R2R_ENDS_OUT.get((kind, t), ())} if ortho else set()
+        s2 = [[f2 * (1 if n in ends_in else 4) * (2 if ortho and n in ends_in else 1)
+               / (2 if j in ends_out else 1) for n in range(N)] for j in range(N)]
+        got = {v: sqrt_dd(v) for v in set(v for row in s2 for v in row)}
+        sh = np.array([[got[v][0] for v in row] for row in s2])
+        sl = np.array([[got[v][1] for v in row] for row in s2])
+        T = r2r_trig_dd(kind, t, N)
+        hi, lo = dd_mul(T[0], T[1], sh, sl)
+        return np.concatenate([hi.T, lo.T]) + 0.0
+    return table_cache.get(("r2r-matrix", kind, t, N, scaling, bool(ortho)), make)

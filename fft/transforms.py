@@ -64,7 +64,14 @@ def get_plan(n: int, **options) -> Plan:
     ``fft.transforms.PLAN_CACHE_BYTES`` of them (:attr:`Plan.nbytes`), dropping the
     least recently used; both may be changed at any time.
     """
-    key = (int(n), tuple(sorted(options.items())))
+    # a plan holds the scheme "auto" stood for when it was made (ozaki.set_scheme may pin
+    # another on this thread): that scheme is part of the key
+    known = {k: options[k] for k in ("scheme", "num_moduli", "mode", "engine") if k in options}
+    try:
+        scheme = ozaki.resolve_options(**known).scheme
+    except (TypeError, ValueError):
+        scheme = None  # Plan raises the error below
+    key = (int(n), tuple(sorted(options.items())), scheme)
     with _plans_lock:
         if key in _plans:
             _plans.move_to_end(key)

@@ -87,7 +87,7 @@ def exact(kind, t, x):
 @pytest.mark.parametrize("kind", ["dct", "dst"])
 def test_definitions_against_exact_sums(kind, t, N, rng):
     """Each output within a few ulps of the exact sum's norm (mpmath, 200 bits), on the
-    mirrored extensions (short lengths) and the reduced transforms (N >= 17)."""
+    direct products (short lengths) and the reduced transforms (N >= 17)."""
     if kind == "dct" and t == 1 and N == 1:
         pytest.skip("DCT-I needs two points (tested with the errors)")
     x = rng.standard_normal(N)
@@ -351,19 +351,19 @@ def test_zeros_come_out_positive(name):
 
 def test_reduction_rule_depends_on_type_and_length_only():
     from fft.reduced import reduction
-    assert [reduction(1, N) for N in (2, 17, 64)] == ["mirror"] * 3
+    assert [reduction(1, N) for N in (2, 17, 48, 49, 64)] == ["direct"] * 3 + ["mirror"] * 2
     for t in (2, 3):
-        assert [reduction(t, N) for N in (7, 16, 17, 18, 1009, 4096)] == \
-            ["mirror", "mirror", "makhoul", "half", "makhoul", "half"]
-    assert [reduction(4, N) for N in (7, 14, 16, 17, 1009, 4096)] == \
-        ["mirror", "mirror", "half", "mirror", "mirror", "half"]
+        assert [reduction(t, N) for N in (1, 7, 16, 17, 18, 1009, 4096)] == \
+            ["direct", "direct", "direct", "makhoul", "half", "makhoul", "half"]
+    assert [reduction(4, N) for N in (1, 7, 15, 16, 17, 127, 129, 1009, 4096)] == \
+        ["direct"] * 3 + ["half", "direct", "direct", "mirror", "mirror", "half"]
 
 
 @pytest.mark.parametrize("N", [16, 17, 33, 64])
 @pytest.mark.parametrize("t", TYPES)
 @pytest.mark.parametrize("name", ONE_D)
 def test_reduced_bits_do_not_depend_on_the_batch(name, t, N, rng):
-    """Every reduction (mirrored, Makhoul's N-point, N/2-point) keeps a line's bits."""
+    """Every reduction (direct, mirrored, Makhoul's N-point, N/2-point) keeps a line's bits."""
     x = rng.standard_normal((4, N))
     f = getattr(fft, name)
     Y = f(x, type=t)

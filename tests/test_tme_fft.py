@@ -21,6 +21,17 @@ from tme_model.specs import load_devices
 from tme_model.workloads import Kernel
 
 DEVICES = load_devices()
+
+
+@pytest.fixture(autouse=True)
+def _fp64_plans():
+    """The synthetic profile has fp64/cpu-blas rates: the default plans made here run that
+    scheme (``ozaki.set_scheme``; "auto" would follow the machine, int8 on cpu-onednn)."""
+    import ozaki
+    with ozaki.set_scheme("fp64"):
+        yield
+
+
 PROFILE = Profile("local", 0.05, 0.01, 0.012, {"fp64": {"cpu-blas": 0.04}},
                   phases={"fp64": PhaseCosts(2e-9, 4e-9, 1.5e-9, 3e-9, 1e-3)}, fp64_n0=300.0,
                   lowp_n0={"fp64": {"cpu-blas": 80.0}})

@@ -283,5 +283,14 @@ def table(runs: list[dict]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _fp64_main():
+    """:func:`main` with the default plans on the fp64 scheme (``ozaki.set_scheme``): the
+    calibrated profile the model reads (docs/_generated/tme_profile.json) times fp64 on
+    cpu-blas, where "auto" would follow the machine (int8 on cpu-onednn with VNNI)."""
+    import ozaki
+    with ozaki.set_scheme("fp64"):
+        return main()
+
+
 if __name__ == "__main__":
-    raise SystemExit(abort_on_error(main))
+    raise SystemExit(abort_on_error(_fp64_main))

@@ -42,6 +42,7 @@ def main():
         print(json.dumps(out))
 
 
-# the golden "emulated" set runs the emulation on these small products too
-with ozaki.set_small_products(False):
+# the golden "emulated" set runs the emulation on these small products too, and pins
+# the scheme of its default calls as tests/test_golden.py does
+with ozaki.set_small_products(False), ozaki.set_scheme("fp64"):
     main()
