@@ -90,11 +90,14 @@ def test_scheme_auto_follows_simulation_engine(rng):
     _, info = ozaki.dgemm(A, A.T, engine="cpu-fp8", return_info=True)
     assert info.scheme == "fp8" and info.engine == "cpu-fp8"
     assert info.gemms == 3 * info.num_moduli + 1 + (2 if info.refined_block != (0, 0) else 0)
-    _, info = ozaki.dgemm(A, A.T, return_info=True)
-    # both "auto": the machine's fastest path, int8 on cpu-onednn where oneDNN has VNNI
+    # both "auto": the machine's fastest path for the mode: in fast mode int8 on
+    # cpu-onednn where oneDNN has VNNI, fp64 on cpu-blas otherwise and in accurate mode
     one = OneDNNEngine()
     vnni = one.available() and one.encoding == "offset"
+    _, info = ozaki.dgemm(A, A.T, mode="fast", return_info=True)
     assert (info.scheme, info.engine) == (("int8", "cpu-onednn") if vnni else ("fp64", "cpu-blas"))
+    _, info = ozaki.dgemm(A, A.T, return_info=True)
+    assert (info.scheme, info.engine) == ("fp64", "cpu-blas")
     # an explicit scheme: the fastest engine that runs it (the bits are the scheme's)
     _, info = ozaki.dgemm(A, A.T, scheme="int8", return_info=True)
     assert info.engine == ("cpu-onednn" if one.available() else "cpu-blas")
@@ -265,17 +268,18 @@ def test_set_scheme_pins_the_machine_choice_on_the_calling_thread(rng):
     and on the calling thread only; named schemes and engines are unaffected."""
     A = test_matrix(40, 300, 1.0, rng)
     B = test_matrix(300, 30, 1.0, rng)
-    free = ozaki.dgemm(A, B, return_info=True)[1].scheme
+    free = ozaki.dgemm(A, B, mode="fast", return_info=True)[1].scheme
     seen = {}
 
     def other():
-        seen["other"] = ozaki.dgemm(A, B, return_info=True)[1].scheme
+        seen["other"] = ozaki.dgemm(A, B, mode="fast", return_info=True)[1].scheme
 
     for pin in ozaki.SCHEMES:
         with ozaki.set_scheme(pin):
-            C, info = ozaki.dgemm(A, B, return_info=True)
+            C, info = ozaki.dgemm(A, B, mode="fast", return_info=True)
             assert info.scheme == pin
-            assert np.array_equal(C, ozaki.dgemm(A, B, scheme=pin, engine="cpu-blas"))
+            assert np.array_equal(C, ozaki.dgemm(A, B, mode="fast", scheme=pin,
+                                                 engine="cpu-blas"))
             assert ozaki.dgemm(A, B, engine="cpu-fp8", return_info=True)[1].scheme == "fp8"
             assert ozaki.dgemm(A, B, scheme="fp64", return_info=True)[1].scheme == "fp64"
             t = threading.Thread(target=other)
@@ -283,9 +287,9 @@ def test_set_scheme_pins_the_machine_choice_on_the_calling_thread(rng):
             t.join()
             assert seen.pop("other") == free  # another thread keeps the machine's choice
             with ozaki.set_scheme("fp64"):  # nested blocks restore the outer pin
-                assert ozaki.dgemm(A, B, return_info=True)[1].scheme == "fp64"
-            assert ozaki.dgemm(A, B, return_info=True)[1].scheme == pin
-    assert ozaki.dgemm(A, B, return_info=True)[1].scheme == free
+                assert ozaki.dgemm(A, B, mode="fast", return_info=True)[1].scheme == "fp64"
+            assert ozaki.dgemm(A, B, mode="fast", return_info=True)[1].scheme == pin
+    assert ozaki.dgemm(A, B, mode="fast", return_info=True)[1].scheme == free
     for bad in ("auto", "fp32", None):
         with pytest.raises(ValueError, match="scheme"):
             ozaki.set_scheme(bad)
@@ -309,7 +313,7 @@ def test_the_machines_int8_widens_to_fp64_where_it_cannot_certify(engine_avail, 
     int8; the NumPy reference and the distributed product widen alike."""
     from ozaki.api import arguments
     from ozaki.backends import engines
-    monkeypatch.setattr(arguments, "machine_scheme", lambda: "int8")
+    monkeypatch.setattr(arguments, "machine_scheme", lambda mode: "int8")
     if not engine_avail:  # the int8 scheme on cpu-blas: the same decision, other engine
         monkeypatch.setattr(engines.OneDNNEngine, "available", lambda self: False)
     A, B = _wide()
@@ -345,7 +349,7 @@ def test_the_distributed_product_widens_as_serial(rng, monkeypatch):
     MPI = pytest.importorskip("mpi4py.MPI")
     from ozaki import distributed as D
     from ozaki.api import arguments
-    monkeypatch.setattr(arguments, "machine_scheme", lambda: "int8")
+    monkeypatch.setattr(arguments, "machine_scheme", lambda mode: "int8")
     A, B = _wide()
     with ozaki.set_small_products(False):
         C, info = ozaki.dgemm(A, B, return_info=True)

@@ -172,13 +172,13 @@ def resolve(scheme, num_moduli, mode, engine, backend=None) -> tuple[str, int | 
     engines; ``None``: the host engines).
 
     ``scheme="auto"`` is the engine's :attr:`~ozaki.Engine.preferred_scheme`; with
-    ``engine="auto"`` too, :func:`ozaki.set_scheme`'s, else that of the machine's
-    fastest engine (:func:`ozaki.backends.engines.auto_engine`), on every backend.
+    ``engine="auto"`` too, :func:`ozaki.set_scheme`'s, else the machine's fastest for
+    the mode (:func:`ozaki.backends.engines.machine_scheme`), on every backend.
     """
     check_choice(scheme, "scheme", ("auto",) + SCHEMES)
     check_choice(mode, "mode", MODES)
     if scheme == "auto" and (engine is None or isinstance(engine, str) and engine == "auto"):
-        scheme = machine_scheme()  # the machine's (or set_scheme's): the same on every backend
+        scheme = machine_scheme(mode)  # the machine's (or set_scheme's): on every backend
     eng = get_engine(engine, scheme) if backend is None else backend.engine(engine, scheme)
     if scheme == "auto":
         scheme = eng.preferred_scheme

@@ -189,10 +189,10 @@ def set_scheme(scheme: str) -> contextlib.AbstractContextManager:
     at ``"auto"``, inside the block: the same bits on every machine.
 
     Left to themselves, those calls take the machine's fastest certified path
-    (:func:`ozaki.backends.engines.auto_engine`): the ``int8`` scheme on
-    ``cpu-onednn`` where oneDNN runs VNNI or AMX kernels, else the ``fp64`` scheme on
-    ``cpu-blas``. Both are FP64 grade, but their bits differ, so results would differ
-    between machines. Inside the block they run ``scheme`` on the fastest engine that
+    (:func:`ozaki.backends.engines.machine_scheme`): in fast mode the ``int8`` scheme
+    on ``cpu-onednn`` where oneDNN runs VNNI or AMX kernels, else (and in accurate
+    mode) the ``fp64`` scheme on ``cpu-blas``. Both are FP64 grade, but their bits
+    differ, so fast-mode results would differ between machines. Inside the block they run ``scheme`` on the fastest engine that
     runs it (a scheme's bits never depend on the engine). Calls that name a scheme or
     an engine are unaffected, and so are :mod:`fft`, :mod:`ozaki.linalg` and
     :mod:`ozaki.distributed` calls that pass one. Local to the calling thread,

@@ -77,7 +77,7 @@ def widened(opts: Options, dec: decisions.Decision) -> Options | None:
     """The options to decide again with, when the machine chose ``opts.scheme`` and step 1
     left entries uncertified at its largest count; else ``None``.
 
-    The machine's choice (:func:`ozaki.backends.engines.auto_engine`) is the fastest
+    The machine's choice (:func:`ozaki.backends.engines.machine_scheme`) is the fastest
     scheme on typical inputs; ``int8`` keeps about 160 bits of the operands at its 20
     moduli, ``fp64`` about 430, so products of operands whose lines span a wide
     exponent range certify in ``fp64`` where ``int8`` would send most entries to the
