@@ -40,7 +40,7 @@ from . import tables
 from .kernels import twiddle_transpose
 from .records import record
 
-__all__ = ["Plan", "StageRecord", "factorize", "MAX_RADIX", "DENSE_LIMIT"]
+__all__ = ["Plan", "StageRecord", "factorize", "plan_scheme", "MAX_RADIX", "DENSE_LIMIT"]
 
 MAX_RADIX = 64      #: largest radix of a composite length's stages
 DENSE_LIMIT = 2048  #: primes up to this are one dense stage; larger ones use Bluestein
@@ -152,6 +152,15 @@ class _Options:
     engine: str = "auto"
     num_moduli: int | str = "auto"
     native: bool = False
+
+
+def plan_scheme(scheme: str = "auto", mode: str = "fast", engine: str = "auto",
+                num_moduli: int | str = "auto") -> str:
+    """The scheme a :class:`Plan` with these options runs (raising the errors ``dgemm``
+    would): ``"auto"`` resolved when the plan is made (the machine's scheme for the
+    mode, or :func:`ozaki.set_scheme`'s), so its counts and bits are that scheme's for
+    its life, whichever thread runs it."""
+    return ozaki.resolve_options(scheme, num_moduli, mode, engine).scheme
 
 
 class _Matrix:
@@ -305,11 +314,9 @@ class Plan:
                  engine: str = "auto", num_moduli: int | str = "auto", native: bool = False):
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"invalid number of data points ({n}) specified")
-        # the errors dgemm would raise; "auto" resolved now (the machine's scheme, or
-        # ozaki.set_scheme's): the plan's counts and bits are that scheme's for its life
-        resolved = ozaki.resolve_options(scheme, num_moduli, mode, engine)
         self.n = int(n)
-        self.options = _Options(resolved.scheme, mode, engine, num_moduli, bool(native))
+        self.options = _Options(plan_scheme(scheme, mode, engine, num_moduli), mode, engine,
+                                num_moduli, bool(native))
         self.radices = factorize(self.n)
         self.stages = [(_Bluestein if r > DENSE_LIMIT else _Dense)(r, self.options)
                        for r in self.radices]

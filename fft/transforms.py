@@ -43,7 +43,7 @@ import numpy as np
 import ozaki
 
 from .kernels import transpose
-from .plan import Plan
+from .plan import Plan, plan_scheme
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2",
            "irfft2", "rfftn", "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn",
@@ -68,7 +68,7 @@ def get_plan(n: int, **options) -> Plan:
     # another on this thread): that scheme is part of the key
     known = {k: options[k] for k in ("scheme", "num_moduli", "mode", "engine") if k in options}
     try:
-        scheme = ozaki.resolve_options(**known).scheme
+        scheme = plan_scheme(**known)
     except (TypeError, ValueError):
         scheme = None  # Plan raises the error below
     key = (int(n), tuple(sorted(options.items())), scheme)

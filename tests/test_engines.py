@@ -357,3 +357,22 @@ def test_the_distributed_product_widens_as_serial(rng, monkeypatch):
         dC, dinfo = D.dgemm(D.scatter(A, grid), D.scatter(B, grid), return_info=True)
     assert info.scheme == dinfo.scheme == "fp64"
     assert np.array_equal(D.gather(dC), C)
+
+
+def test_fft_plans_keep_the_scheme_auto_stood_for():
+    """A plan resolves "auto" when it is made (fast mode: the machine's scheme, or the
+    thread's set_scheme) and keeps it; the plan cache never hands a plan made for one
+    scheme to a call that resolves another."""
+    import fft
+    x = np.random.default_rng(3).standard_normal((8, 1024))
+    free = fft.get_plan(1024)
+    assert free.options.scheme == ozaki.resolve_options(mode="fast").scheme
+    with ozaki.set_scheme("fp64"):
+        pinned = fft.get_plan(1024)
+        assert pinned.options.scheme == "fp64" and fft.get_plan(1024) is pinned
+        inside = fft.fft(x)
+    assert fft.get_plan(1024) is free
+    assert np.array_equal(inside, fft.fft(x, plan=fft.Plan(1024, scheme="fp64")))
+    for pin in ("int8", "fp8"):
+        with ozaki.set_scheme(pin):
+            assert fft.get_plan(1024).options.scheme == pin
