@@ -126,13 +126,17 @@ class StageRecord:
     Attributes
     ----------
     radix : int
+        The stage's radix (``"direct"``: the line length ``N``).
     columns : int
-        Width of its product (batch times the other stages' lengths).
+        Width of its product (batch times the other stages' lengths; ``"direct"``: the
+        number of lines).
     form : str
-        ``"complex"``, ``"real-in"`` or ``"real-out"``.
+        ``"complex"``, ``"real-in"`` or ``"real-out"``: a stage of an FFT plan;
+        ``"direct"``: a short DCT/DST's whole product with its matrix (:mod:`fft.direct`).
     num_moduli : int
     gemms : int
-        Low-precision GEMMs (``info.gemms`` of its product; 0 on native plans).
+        Low-precision GEMMs (``info.gemms`` of its product; 0 on native plans and native
+        direct products).
     seconds : float
         Wall time of the stage (product, twiddles and transpose).
     """

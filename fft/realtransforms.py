@@ -11,27 +11,10 @@ of type ``t`` and length ``N`` is computed depends on ``(t, N)`` alone (:func:`r
   ``N/2``-point complex FFT (even ``N``) or one ``N``-point real FFT (odd ``N``, types II
   and III) between twiddle passes computed with error-free transformations.
 
-**Direct.** ``C = Chi + Clo`` (:func:`fft.tables.r2r_matrix_dd`) holds scipy's weights,
-the norm's ``1/L`` or ``1/sqrt L`` and ``orthogonalize``'s ``sqrt 2`` factors, each entry
-within ``2**-103`` relative of the exact one, and the lines ``x`` (rows) are multiplied
-as ``[x, x] @ [Chi^T; Clo^T]``: **one** emulated product of inner length ``2N``
-(:func:`ozaki.dgemm`, fast mode, ``fallback="exact"``) at a count whose moduli's product
-exceeds ``2**(2 DIRECT_BITS + 1) 2N`` (13 moduli of the ``fp64`` scheme, taken whatever
-the plans' scheme: ``int8``'s 20 reach only about 155 bits). Fast mode then makes about
-``DIRECT_BITS = 128`` bits of each line and each column integers, which keeps every bit
-of ``Chi`` and ``Clo`` and, of ``x``, everything above ``2**-128 max|x|``; the CRT
-recovers the product of those integers exactly and ozaki's compensated reconstruction
-rounds it once, up to its ``gamma**2`` terms. So each output is a nearest double of the
-exact normalised transform, up to ``2**-100 sum_n |C_jn x_n| + 2**-127 ||C_j||_1
-max|x|``. Any float64 result (scipy's included) is a double, so none is nearer: on
-every output our error is at most scipy.fft's up to those terms, hence so are the L2
-and max errors (``tests/test_fft_r2r_short.py`` checks each output against mpmath). A
-product of the correctly rounded entries alone would add up to ``u/2`` per term (the
-tests show outputs it misses).
-The product needs no range scaling (ozaki computes an entry whose ``(|A||B|)_ij`` may
-reach ``2**1023`` by its exactly rounded dot product: a result that fits is finite),
-follows exact arithmetic on ``inf``/NaN, and its shifts, certificate and fallback are
-per line and column: a line's bits never depend on the batch.
+**Direct** (:mod:`fft.direct` has the argument): one :func:`ozaki.dgemm` of the lines
+and the normalised matrix in double-double, keeping about 128 bits of each side, so each
+output is a nearest double of the exact transform (no float64 result, scipy's included,
+is nearer); no range scaling, and a line's bits never depend on the batch.
 
 **Threshold**: accuracy decides at short lengths, cost beyond. The direct product gives
 nearest doubles at any length but costs ``13 * 2N**2`` multiply-adds per line against an
@@ -133,21 +116,16 @@ scipy's types; DCT-I of one point is a ``RuntimeError``, as in scipy.
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import operator
-import time
 from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 
-import ozaki
-
-from . import tables
+from . import direct, tables
 from . import transforms as _t
-from .plan import Plan, StageRecord
-from .records import record
+from .plan import Plan
 from .reduced import REDUCED, fft_length, range_shift, reduction
 
 __all__ = ["dct", "idct", "dst", "idst", "dctn", "idctn", "dstn", "idstn"]
@@ -240,8 +218,6 @@ def _shift(a: np.ndarray, M: int) -> int:
 
 
 _OPTIONS: ContextVar[dict] = ContextVar("fft_r2r_plan_options", default={})
-#: Bits a direct product keeps of each line and each matrix column (module docstring).
-DIRECT_BITS = 128
 
 
 @contextlib.contextmanager
@@ -266,54 +242,9 @@ def _plan(n: int) -> Plan:
     return _t.get_plan(n, **_OPTIONS.get())
 
 
-@functools.lru_cache(maxsize=64)
-def _direct_operand(kind: str, t: int, N: int, scaling: str, ortho: bool, options: tuple):
-    """The prepared matrix, its count and the product's options.
-
-    The scheme is ``"fp64"`` unless the options name one (or an engine without it): its
-    moduli reach ``2**(2 DIRECT_BITS + 1) 2N`` at 13, where fast mode keeps about
-    ``DIRECT_BITS`` bits of each side; the count is the smallest that does, at most the
-    scheme's (``"int8"``'s 20 moduli keep about 74)."""
-    opts = dict(options)
-    scheme, mode = opts.get("scheme", "auto"), opts.get("mode", "fast")
-    engine = opts.get("engine", "auto")
-    if scheme == "auto":
-        try:
-            scheme = ozaki.resolve_options("fp64", "auto", mode, engine).scheme
-        except ValueError:  # an engine that does not run it: its own
-            scheme = ozaki.resolve_options("auto", "auto", mode, engine).scheme
-    need, bits, count = 2 * DIRECT_BITS + 1 + math.log2(2 * N), 0.0, 0
-    for m in ozaki.moduli(scheme):
-        if bits >= need:
-            break
-        bits, count = bits + math.log2(m), count + 1
-    prepared = ozaki.prepare(tables.r2r_matrix_dd(kind, t, N, scaling, ortho), side="right",
-                             keep_residues=N <= 16)  # planes of a longer one: rebuilt per call
-    return prepared, count, {"scheme": scheme, "mode": mode, "engine": engine}
-
-
-def _direct(a: np.ndarray, t: int, kind: str, scaling: str, ortho: bool,
-            workers) -> np.ndarray:
-    """The normalised transform of the last axis of ``a`` as one product, the lines as
-    the rows of ``[x, x] @ [Chi^T; Clo^T]`` (module docstring)."""
-    N = a.shape[-1]
-    x = np.ascontiguousarray(a).reshape(-1, N)
-    if not x.size:
-        return np.zeros(a.shape)
-    X = np.concatenate([x, x], axis=1)
-    opts = _OPTIONS.get()
-    t0 = time.perf_counter()
-    if opts.get("native"):
-        y, count, gemms = X @ tables.r2r_matrix_dd(kind, t, N, scaling, ortho), 0, 0
-    else:
-        prepared, count, o = _direct_operand(kind, t, N, scaling, ortho,
-                                             tuple(sorted(opts.items())))
-        with _t.limit_threads(workers):
-            y, info = ozaki.dgemm(X, prepared, num_moduli=count, fallback="exact",
-                                  return_info=True, **o)
-        gemms = info.gemms
-    record(StageRecord(N, x.shape[0], "direct", count, gemms, time.perf_counter() - t0))
-    return y.reshape(a.shape)
+#: The direct products' cache (:func:`fft.direct.prepared_matrix`), under the name
+#: ``tests/test_fft_r2r_short.py`` clears.
+_direct_operand = direct.prepared_matrix
 
 
 def _line(a: np.ndarray, axis: int, t: int, kind: str, norm: str, inverse: bool,
@@ -325,8 +256,9 @@ def _line(a: np.ndarray, axis: int, t: int, kind: str, norm: str, inverse: bool,
     M = _logical(t, kind, N)
     how = reduction(t, N)
     if how == "direct":
-        return np.moveaxis(_direct(a, t, kind, _scaling(norm, inverse), ortho, workers), -1,
-                           axis)
+        y = direct.transform(a, kind, t, _scaling(norm, inverse), ortho, workers=workers,
+                             options=_OPTIONS.get())
+        return np.moveaxis(y, -1, axis)
     pre = tables.R2R_ENDS_IN.get((kind, t), ())
     post = tables.R2R_ENDS_OUT.get((kind, t), ())
     shift = _shift(a, M) if how == "mirror" else range_shift(a, fft_length(how, N))

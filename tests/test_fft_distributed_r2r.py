@@ -15,12 +15,18 @@ from hypothesis import given, settings, strategies as st
 
 import fft
 from fft.distributed.realtransforms import range_peaks, transform_lines
+from fft.reduced import MAX_DIRECT, MAX_DIRECT_ODD_IV, reduction
 
 FUNCS = {("dct", False): "dctn", ("dct", True): "idctn", ("dst", False): "dstn",
          ("dst", True): "idstn"}
 NORMS = ("backward", "ortho", "forward")
-#: lengths below and above 16 (the serial code's short-length rule), odd, even, prime
+#: odd, even, prime lengths around the direct product's thresholds (``reduction``): up to
+#: 15 every type is direct, 16 is reduced for type IV, 17 for types II and III, 18 and 20
+#: for types II-IV; type I and odd type IV stay direct here
 LENGTHS = (2, 3, 5, 8, 15, 16, 17, 18, 20)
+#: one axis may be longer: 49 is mirrored for type I (Makhoul for II, III; direct for
+#: odd IV), 129 mirrored for types I and IV
+LONG = (49, 129)
 
 
 def same(a, b) -> bool:
@@ -73,7 +79,10 @@ def simulated(X, kind, inverse, t, axes, norm, ortho, ranks, rng, local_peaks=Fa
 
 
 @settings(max_examples=30, deadline=None)
-@given(shape=st.tuples(*[st.sampled_from(LENGTHS)] * 3), kind=st.sampled_from(["dct", "dst"]),
+@given(shape=st.tuples(st.sampled_from(LENGTHS), st.sampled_from(LENGTHS),
+                       st.sampled_from(LENGTHS + LONG)).flatmap(lambda s: st.permutations(s)
+                                                                .map(tuple)),
+       kind=st.sampled_from(["dct", "dst"]),
        inverse=st.booleans(), t=st.integers(1, 4), norm=st.sampled_from(NORMS),
        orthogonalize=st.sampled_from([None, False, True]),
        axes=st.permutations([0, 1, 2]), ranks=st.integers(1, 5),
@@ -97,15 +106,36 @@ def test_each_rank_needs_the_global_peaks(kind, inverse):
     """With its own peaks only, a rank without the huge line does not scale, and its
     tiny lines keep bits the serial step (scaled, into the subnormals) loses. One step
     (one axis): a later step along another axis adds the huge line's values to every
-    tiny one, which then no longer shows in the bits."""
+    tiny one, which then no longer shows in the bits. The lengths are above the direct
+    product's (which reads no global value: the next test), odd and even: type I
+    mirrored (49, 50), types II and III reduced (Makhoul's 17, half 18), type IV
+    mirrored (129) and reduced (half 18)."""
     rng = np.random.default_rng(7)
-    for t, ax in itertools.product((1, 2, 3, 4), (1, 2)):  # mirrored and reduced lengths
-        lines_last = np.moveaxis(np.empty((6, 17, 18)), ax, -1).shape  # huge line along ax
+    shapes = {1: (6, 49, 50), 2: (6, 17, 18), 3: (6, 17, 18), 4: (6, 129, 18)}
+    for t, ax in itertools.product((1, 2, 3, 4), (1, 2)):
+        lines_last = np.moveaxis(np.empty(shapes[t]), ax, -1).shape  # huge line along ax
+        assert reduction(t, lines_last[-1]) in ("mirror", "makhoul", "half")
         X = np.moveaxis(data(rng, lines_last, "range", False), -1, ax)
         want = getattr(fft, FUNCS[kind, inverse])(X, type=t, axes=[ax])
         assert same(simulated(X, kind, inverse, t, [ax], "backward", False, 3, rng), want)
         alone = simulated(X, kind, inverse, t, [ax], "backward", False, 3, rng, True)
         assert not same(alone, want), (t, ax)
+
+
+@pytest.mark.parametrize("kind,inverse", list(FUNCS))
+def test_the_direct_path_needs_no_global_peaks(kind, inverse):
+    """At the direct product's lengths a line's bits are its own (no range scale: fast
+    mode's shifts are per line): ranks with their own peaks only, on the data that
+    needs the global peaks above, give the serial bits. Every type at its longest
+    direct length (and odd type IV at 127)."""
+    rng = np.random.default_rng(8)
+    for t in (1, 2, 3, 4):
+        for N in (MAX_DIRECT[t],) + ((MAX_DIRECT_ODD_IV,) if t == 4 else ()):
+            assert reduction(t, N) == "direct"
+            X = data(rng, (4, 5, N), "range", False)
+            want = getattr(fft, FUNCS[kind, inverse])(X, type=t, axes=[2])
+            alone = simulated(X, kind, inverse, t, [2], "backward", False, 3, rng, True)
+            assert same(alone, want), (t, N)
 
 
 def test_range_peaks_are_the_largest_finite_magnitudes_per_position():

@@ -133,8 +133,8 @@ def test_families_cover_every_type_length_reduction_and_norm():
             assert any(n % 2 for n in lengths) and any(n % 2 == 0 for n in lengths)
             assert {7, 17, 1009, 2053} <= lengths  # primes, 2053 past fft.DENSE_LIMIT
             assert {reduction(t, n) for n in lengths} == (
-                {"mirror"} if t == 1 else {"mirror", "half"} if t == 4
-                else {"mirror", "makhoul", "half"})
+                {"direct", "mirror"} if t == 1 else {"direct", "half", "mirror"} if t == 4
+                else {"direct", "makhoul", "half"})
             assert {c.norm or "backward" for c in fwd} == set(r2r.NORMS)
             inv = [c for c in quick if c.transform == "i" + kind and c.type == t]
             assert {c.norm or "backward" for c in inv} == set(r2r.NORMS)
@@ -166,8 +166,12 @@ def test_bounds_and_bluestein_of_r2r():
     assert campaign.case_bound(find("dct2-normal-1024")) == 2 * U * math.sqrt(12)
     assert r2r.fft_lengths("dct", 2, (1024,)) == [512]
     assert r2r.fft_lengths("idct", 2, (1009,)) == [1009]  # a DCT-III line, Makhoul
-    assert r2r.fft_lengths("dst", 4, (7,)) == [56]  # mirrored: 8N
-    assert r2r.fft_lengths("dst", 1, (7,)) == [16] and r2r.fft_lengths("dct", 1, (7,)) == [12]
+    # mirrored (above the direct product's lengths): the extension's 8N, 2(N+1), 2(N-1)
+    assert r2r.fft_lengths("dst", 4, (129,)) == [1032]
+    assert r2r.fft_lengths("dst", 1, (49,)) == [100] and r2r.fft_lengths("dct", 1, (49,)) == [96]
+    # direct: no FFT, the trivial length 1 (no prime factor: never Bluestein)
+    assert r2r.fft_lengths("dst", 4, (127,)) == [1] and r2r.fft_lengths("dct", 1, (48,)) == [1]
+    assert r2r.fft_lengths("dstn", 4, (16, 15, 129)) == [8, 1, 1032]  # half, direct, mirror
     # Bluestein: Makhoul's 2053-point FFT; the mirrored type IV's 8 * 2053
     assert campaign.case_bluestein(find("dct2-normal-2053"))
     assert campaign.case_bluestein(find("dst4-normal-2053"))
@@ -178,8 +182,9 @@ def test_bounds_and_bluestein_of_r2r():
 
 # --- cases run ---------------------------------------------------------------------------
 
-#: every reduction, both kinds, forward and inverse (ratios measured: 0.26-0.52)
-RUN = ["dct2-normal-1024", "dst3-normal-17", "idct4-ortho-normal-1024", "dct1-normal-1024"]
+#: every reduction, both kinds, forward and inverse (ratios measured: 0.17-0.52)
+RUN = ["dct2-normal-1024", "dst3-normal-17", "idct4-ortho-normal-1024", "dct1-normal-1024",
+       "dst3-normal-16"]
 
 
 @pytest.fixture(scope="module")
@@ -197,8 +202,8 @@ def test_r2r_cases_beat_scipy(ran):
         assert rec["reference"]["kind"] == "long double"
         assert 0 < rec["reference"]["spot"] < reference.AGREEMENT_LIMIT
         assert len(rec["reference"]["bins"]) == 4
-    assert {h for rec in ran.values() for h in rec["reductions"]} == {"mirror", "makhoul",
-                                                                      "half"}
+    assert {h for rec in ran.values() for h in rec["reductions"]} == {"direct", "mirror",
+                                                                      "makhoul", "half"}
 
 
 def _perturbed(monkeypatch, name, rel):

@@ -4,20 +4,26 @@ The serial n-D transforms (:mod:`fft.realtransforms`) run the 1-D transform alon
 of ``axes``, last to first, on the whole array (for complex input: on its real and
 imaginary parts, as one batch). Each 1-D step is per line -- the reduction, the
 extension, the twiddle passes, the FFT, the normalisation depend on the line alone --
-with **one exception: the range scale**. A step first finds the largest finite
-magnitude of the *whole* array it is given and, if the transform of that magnitude
-could overflow, scales everything by a power of two (``_shift`` / ``range_shift``, and
-inside the mirrored path the rfft's own ``_range_shift`` of the extension, whose
-orthogonalised endpoints carry a factor ``sqrt 2``). A rank holding a block of lines
-sees only its own largest magnitude, so the distributed transform must give each step
-the global one.
+with **one exception: the range scale**. On the mirrored and reduced paths a step first
+finds the largest finite magnitude of the *whole* array it is given and, if the
+transform of that magnitude could overflow, scales everything by a power of two
+(``_shift`` / ``range_shift``, and inside the mirrored path the rfft's own
+``_range_shift`` of the extension, whose orthogonalised endpoints carry a factor
+``sqrt 2``). A rank holding a block of lines sees only its own largest magnitude, so the
+distributed transform must give each step the global one. The direct path (the short
+lengths, :mod:`fft.direct`) reads no global value: no range scale, one product whose
+shifts, certificate and fallback are per line and column, so a line's bits are its own
+whatever else is in the batch (the peaks line included). The tests check both: with its
+own peaks only, a rank's tiny lines lose the serial bits above the direct lengths and
+keep them at those lengths (``tests/test_fft_distributed_r2r.py``).
 
-**The peaks line.** Every global value the serial step reads is the largest, over all
-entries, of a function ``g_j(|x|)`` that depends only on the position ``j`` along the
-axis and does not decrease with ``|x|`` (``|x| 2**-s``, rounded, times ``sqrt 2`` at an
-orthogonalised endpoint: rounding is monotone), over finite entries only. So with
-``peaks[j]``, the largest finite ``|x|`` at position ``j`` over *every* line of the
-array (0 where there is none), the line ``peaks`` reaches each of those maxima: a
+**The peaks line.** Every global value the serial step reads (none on the direct path)
+is the largest, over all entries, of a function ``g_j(|x|)`` that depends only on the
+position ``j`` along the axis and does not decrease with ``|x|`` (``|x| 2**-s``,
+rounded, times ``sqrt 2`` at an orthogonalised endpoint: rounding is monotone), over
+finite entries only. So with ``peaks[j]``, the largest finite ``|x|`` at position ``j``
+over *every* line of the array (0 where there is none), the line ``peaks`` reaches each
+of those maxima: a
 batch made of this rank's lines plus ``peaks`` has the same global values as the whole
 array, every line of it is transformed as in the serial call, and the extra line is
 dropped. The ranks agree on ``peaks`` by one ``Allreduce(MAX)`` of ``N`` doubles per

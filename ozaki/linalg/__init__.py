@@ -20,7 +20,8 @@ from .blas3 import syrk, trsm
 from .cholesky import cho_factor, cho_solve, cholesky
 from .info import PHASES, LinalgInfo
 from .lu import lu, lu_factor, lu_solve
-from .refine import RefinementInfo, moduli_for_precision, precision_of_moduli, solve_refined
+from .precision import moduli_for_precision, precision_of_moduli
+from .refine import RefinementInfo, solve_refined
 from .solve import det, inv, solve
 from .triangular import solve_triangular
 

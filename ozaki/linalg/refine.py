@@ -1,26 +1,16 @@
-"""Mixed-precision iterative refinement, :func:`solve_refined` (in the spirit of HPL-MxP).
-
-Factor ``A = P L U`` with the emulated products at a *reduced* count of moduli (unit
-roundoff ``u_f > u = 2**-53``), then refine in FP64 with residuals ``r = b - A x`` by
-the FP64-grade product until the normwise backward error
-``||r||_inf / (||A||_inf ||x||_inf + ||b||_inf)`` is at most ``tol``. Theory, the
-choice of the count and of the defaults: docs/linalg.rst, "Mixed-precision refinement".
-
-Count of moduli (:func:`precision_of_moduli`): the auto count (:func:`ozaki.auto_num_moduli`)
-is FP64-grade, error about ``u (|A||B|)_ij``; each modulus ``p`` fewer takes
-``log2 p`` bits from ``log2 P``, half from each operand, so the error grows by
-``sqrt(p)`` (docs/accuracy.rst): ``u_N = u 2**((log2 P_auto - log2 P_N) / 2)``, an
-upper estimate (the tests measure it).
+"""Mixed-precision iterative refinement, :func:`solve_refined` (in the spirit of HPL-MxP):
+LU at a reduced count of moduli (:mod:`ozaki.linalg.precision`), refined in FP64 until
+the componentwise backward error meets ``tol``, as LAPACK's xGERFS. Theory, the
+criterion and the defaults: docs/linalg.rst, "Mixed-precision refinement".
 
 Determinism: the factors are :func:`~ozaki.linalg.lu_factor`'s (its kernels); every
-product is :func:`ozaki.gemm`'s (residuals, ``||A||_inf`` as ``|A| 1``, GMRES's
-products with ``A``); GMRES-IR's correction is :func:`ozaki.linalg.gmres.gmres`, whose
-bits are fixed by the same argument (gemm products, ``math.fsum`` norms, its small
-least-squares problem in Python floats in a fixed order); maxima are exact; other
-array arithmetic is elementwise. No numpy BLAS call makes a result bit: the bits depend
-only on the inputs, the arguments and the product options, not on the thread count, nor
-on the engine for a given scheme and mode. Complex magnitudes are LAPACK's
-``cabs1 = |Re| + |Im|`` (no ``hypot``).
+product is :func:`ozaki.gemm`'s (residuals; ``|A||x|``, on one ``|A|`` for the call;
+``||A||_inf`` as ``|A| 1``; GMRES's products with ``A``); GMRES-IR
+(:mod:`ozaki.linalg.gmres`) fixes its bits by the same argument; maxima are exact,
+other array arithmetic is elementwise. No numpy BLAS call makes a result bit: the bits
+depend only on the inputs, the arguments and the product options, not on the thread
+count, nor on the engine for a given scheme and mode. Complex magnitudes are LAPACK's
+``cabs1 = |Re| + |Im|`` (one rounding, no ``hypot``); real ones are exact.
 """
 
 from __future__ import annotations
@@ -33,22 +23,19 @@ from typing import Any
 
 import numpy as np
 
-from ..api.facts import moduli as scheme_moduli
 from ..api.facts import resolve_options
 from ..api.front import gemm
 from ..core.moduli import auto_num_moduli
 from .arguments import (DEFAULT_BLOCK_SIZE, block_size_of, matrix, product_options, rhs,
                         same_kind, solve_dtype)
-from .gmres import gmres, gmres_budget
+from .gmres import gmres_budget, gmres_ir
 from .info import LinalgInfo, Recorder
 from .lu import factor as lu_in_place
 from .lu import solve_factored
+from .precision import U, moduli_for_precision, unit_roundoff
 
-__all__ = ["solve_refined", "RefinementInfo", "precision_of_moduli", "moduli_for_precision",
-           "DEFAULT_FACTOR_PRECISION", "DEFAULT_TOL", "METHODS", "PHASES"]
-
-#: FP64's unit roundoff.
-U = 2.0 ** -53
+__all__ = ["solve_refined", "RefinementInfo", "DEFAULT_FACTOR_PRECISION", "DEFAULT_TOL",
+           "SAFE_MIN", "METHODS", "PHASES"]
 
 #: Default ``u_f = sqrt(u) = 2**-26.5``: classical refinement converges for
 #: ``kappa(A) < 1/u_f ~ 1e8`` (HPL's matrices, ``kappa ~ 1e4..1e6``, in one or two
@@ -58,11 +45,17 @@ U = 2.0 ** -53
 #: fallbacks, each a second factorisation.
 DEFAULT_FACTOR_PRECISION = math.sqrt(U)
 
-#: Default ``tol = 4u``: ``fl(x*)`` has ``|b - A fl(x*)| <= u |A||x*|`` and the
-#: certified residual product adds up to ``2u |A||x| + u |r|``, so a measured backward
-#: error near ``3u`` can be the best there is; ``4u`` is the least power-of-two
-#: multiple of ``u`` above that bound (typical ones are far below; HPL allows ``16 n u``).
+#: Default ``tol = 4u`` on ``omega``: ``fl(x*)`` has ``|b - A fl(x*)| <= u |A||x*|``, and
+#: the certified residual product errs by up to ``2u |A||x| + u |r|`` (plus ``u s``
+#: of underflow), all componentwise: a measured ``omega`` near ``3u`` can be the best
+#: there is; ``4u`` is the least power-of-two multiple of ``u`` above that floor.
 DEFAULT_TOL = 4 * U
+
+#: LAPACK's ``safmin``: ``s = (n + 1) safmin`` is its ``SAFE1``, added to every
+#: ``(|A||x| + |b|)_i``. ``u s`` bounds what underflow can cost a residual entry (the
+#: products' contract: ``2**-1075``); and a zero ``(|A||x| + |b|)_i`` (whose residual
+#: is exactly 0: every term is) then needs no special case.
+SAFE_MIN = float(np.finfo(np.float64).tiny)
 
 #: The refinement methods.
 METHODS = ("auto", "classical", "gmres")
@@ -77,25 +70,26 @@ class RefinementInfo:
 
     Attributes
     ----------
-    method : str
-        Asked for: ``"auto"``, ``"classical"`` or ``"gmres"``.
+    method, scheme : str
+        Asked for (``"auto"``, ``"classical"`` or ``"gmres"``); the products' scheme.
     steps : list of str
         Kind of each refinement step in order (``"classical"``, ``"gmres"``), the
         fallback's included; ``iterations`` of them on the reduced-count factors.
     iterations, gmres_iterations : int
         Steps on the reduced factors; Krylov iterations over all GMRES steps.
-    backward_errors : list of float
-        Normwise backward error (the largest over the columns of ``b``) after the
-        first solve, then after each step. ``backward_error``: the returned ``x``'s.
+    componentwise_backward_errors, backward_errors : list of float
+        The componentwise ``omega`` (**the stopping criterion**) and the normwise
+        ``||r||_inf / (||A||_inf ||x||_inf + ||b||_inf)``, each the largest over the
+        columns of ``b``, after the first solve and after each step;
+        ``componentwise_backward_error``, ``backward_error``: the returned ``x``'s.
     tol, factor_precision : float
-        The tolerance and ``u_f`` used (dimensionless).
-    scheme : str
+        The tolerance on ``omega`` and ``u_f`` used (dimensionless).
     factor_num_moduli, full_num_moduli, residual_num_moduli : int
         The factorisation's reduced count; the FP64-grade count at its inner
         dimension ``min(block_size, n)``; the last residual product's (0 when it took
         the small-product path, which meets the same bound).
     converged, fell_back : bool
-        ``backward_error <= tol``; ``a`` factored again at the full count.
+        ``componentwise_backward_error <= tol``; ``a`` factored again at the full count.
     factor_info, fallback_info : LinalgInfo or None
         The factorisations' records (``fallback_info`` when it ran).
     seconds : dict
@@ -113,7 +107,9 @@ class RefinementInfo:
     steps: list = field(default_factory=list)
     iterations: int = 0
     gmres_iterations: int = 0
+    componentwise_backward_errors: list = field(default_factory=list)
     backward_errors: list = field(default_factory=list)
+    componentwise_backward_error: float = math.inf
     backward_error: float = math.inf
     residual_num_moduli: int = 0
     converged: bool = False
@@ -124,55 +120,8 @@ class RefinementInfo:
     total_seconds: float = 0.0
 
 
-def precision_of_moduli(scheme: str, num_moduli: int, k: int) -> float:
-    """Unit roundoff ``u_N`` of a product at ``num_moduli`` moduli (an upper estimate).
-
-    ``u 2**((log2 P_auto - log2 P_N) / 2)``: ``P_auto`` the product of the auto
-    count's moduli at inner dimension ``k`` (FP64-grade), ``P_N`` of the first
-    ``num_moduli``; ``u`` from the auto count on.
-
-    Parameters
-    ----------
-    scheme : {"int8", "fp8", "fp64"}
-    num_moduli : int
-        At least 2.
-    k : int
-        The product's inner dimension.
-
-    Returns
-    -------
-    float
-        Error bound in units of ``(|A||B|)_ij`` (dimensionless).
-    """
-    full = auto_num_moduli(scheme, k)
-    if num_moduli >= full:
-        return U
-    logs = [math.log2(p) for p in scheme_moduli(scheme)[:full]]
-    return U * 2.0 ** (math.fsum(logs[num_moduli:]) / 2)
-
-
-def moduli_for_precision(precision: float, scheme: str, k: int) -> int:
-    """The least count ``N >= 2`` with ``precision_of_moduli(scheme, N, k) <= precision``
-    (the auto count, never more, when ``precision`` is below every reduced count's)."""
-    full = auto_num_moduli(scheme, k)
-    return next((n for n in range(2, full) if precision_of_moduli(scheme, n, k) <= precision),
-                full)
-
-
-def _unit_interval(value: Any, default: float, name: str) -> float:
-    if value is None:
-        return default
-    if isinstance(value, (bool, np.bool_)) or not isinstance(
-            value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number in (0, 1), got "
-                        f"{type(value).__name__} {value!r}")
-    if not 0.0 < float(value) < 1.0:
-        raise ValueError(f"{name} must be in (0, 1), got {float(value)!r}")
-    return float(value)
-
-
 def _max_iter(value: Any, tol: float) -> int:
-    if value is None:  # one bit per step from a backward error <= 1: never more steps
+    if value is None:  # one bit per step from omega <= 1 (|b - Ax| <= |b| + |A||x|)
         return math.ceil(-math.log2(tol)) + 1
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"max_iter must be a non-negative int or None, got "
@@ -188,13 +137,17 @@ def _mag(X: np.ndarray) -> np.ndarray:
 
 
 class _Refiner:
-    """The products and solves of one call, timed into its :class:`RefinementInfo`."""
+    """The iterates of one call (``X``, ``R``, backward errors ``omega`` and ``eta`` per
+    column of ``B``), its products and solves, timed into its :class:`RefinementInfo`."""
 
-    def __init__(self, A, nb, opts, info):
-        self.A, self.nb, self.opts, self.info = A, nb, opts, info
+    def __init__(self, A, B, nb, opts, info):
+        self.A, self.B, self.nb, self.opts, self.info = A, B, nb, opts, info
+        self.abs_a, self.abs_b = _mag(A), _mag(B)  # exact for real entries; one |A|
         ones = np.ones((A.shape[0], 1))
-        self.a_norm = float(np.max(gemm(_mag(A), ones, **opts), initial=0.0))  # ||A||_inf
+        self.a_norm = float(np.max(gemm(self.abs_a, ones, **opts), initial=0.0))
+        self.safe1 = (A.shape[0] + 1) * SAFE_MIN  # LAPACK's SAFE1, exact
         self.budget = gmres_budget(A.shape[0])  # Krylov iterations left
+        self.X, self.R, self.omega, self.eta = np.zeros_like(B), None, None, None
 
     def _add(self, phase, t):
         self.info.seconds[phase] += time.perf_counter() - t
@@ -205,17 +158,28 @@ class _Refiner:
         self.info.residual_num_moduli = int(pinfo.num_moduli)
         return P
 
-    def residual(self, X, B):
-        """``fl(B - A X)`` and each column's backward error (``inf`` for NaN)."""
+    def residual(self, X, cols):
+        """``fl(B - A X)`` on columns ``cols`` of ``B``, and each column's componentwise
+        and normwise backward errors (``inf`` where ``X`` or they are not finite)."""
         t = time.perf_counter()
+        abs_x, abs_b = _mag(X), self.abs_b[:, cols]
         with np.errstate(all="ignore"):
-            R = B - self.product(X)
-            r = np.max(_mag(R), axis=0, initial=0.0)
-            den = (self.a_norm * np.max(_mag(X), axis=0, initial=0.0)
-                   + np.max(_mag(B), axis=0, initial=0.0))
-            err = np.where(r == 0, 0.0, r / den)
+            R = self.B[:, cols] - self.product(X)
+            r = _mag(R)
+            den = gemm(self.abs_a, abs_x, **self.opts) + abs_b + self.safe1
+            omega, r = np.max(r / den, axis=0, initial=0.0), np.max(r, axis=0, initial=0.0)
+            norm = (self.a_norm * np.max(abs_x, axis=0, initial=0.0)
+                    + np.max(abs_b, axis=0, initial=0.0))  # ||A|| ||x|| + ||b||
+            eta = np.where(r == 0, 0.0, r / norm)
+        lost = ~np.isfinite(X).all(axis=0) | np.isnan(omega) | np.isnan(eta)
         self._add("residual", t)
-        return R, np.where(np.isnan(err), np.inf, err)
+        return R, np.where(lost, np.inf, omega), np.where(lost, np.inf, eta)
+
+    def record(self, omega, eta, rest):
+        """Append the largest backward errors: ``omega``, ``eta`` and ``rest``'s kept ones."""
+        for out, new, kept in ((self.info.componentwise_backward_errors, omega, self.omega),
+                               (self.info.backward_errors, eta, self.eta)):
+            out.append(float(max(np.max(new), np.max(kept, where=rest, initial=0.0))))
 
     def solve(self, LU, piv, R, phase="correction"):
         """``(LU)^-1 R``, a new array, with the full-count products."""
@@ -228,49 +192,46 @@ class _Refiner:
             self._add(phase, t)
         return X
 
-    def gmres(self, LU, piv, r, tau):
-        """GMRES-IR's correction: :func:`~ozaki.linalg.gmres.gmres` on ``(LU)^-1 A d =
-        (LU)^-1 r`` to ``tau`` times the first residual, within the call's budget."""
+    def gmres(self, LU, piv, r):
+        """GMRES-IR's correction (:func:`~ozaki.linalg.gmres.gmres_ir`), in the budget."""
         t = time.perf_counter()
-        z = self.solve(LU, piv, r[:, None], phase=None)[:, 0]
-        d, its = gmres(lambda v: self.solve(LU, piv, self.product(v[:, None]), phase=None)[:, 0],
-                       z, tau, self.budget, self.opts)
+        d, its = gmres_ir(lambda v: self.solve(LU, piv, v[:, None], phase=None)[:, 0],
+                          lambda v: self.product(v[:, None])[:, 0], r, self.budget, self.opts)
         self.budget -= its
         self.info.gmres_iterations += its
         self._add("gmres", t)
         return d
 
+    def steps(self, LU, piv, kinds, limit, tol):
+        """Refinement steps on the columns with ``omega > tol``, at most ``limit``;
+        returns how many.
 
-def _steps(ref, LU, piv, X, R, best, B, kinds, limit, tol, info):
-    """Refinement steps on the columns above ``tol``, at most ``limit``; returns how many.
-
-    A step must halve the largest backward error of the columns it updates (gain a
-    bit): else it stalls, and the next method of ``kinds`` takes over (``auto``:
-    classical, then GMRES), or the steps end. Each column keeps its best iterate
-    (``X``, ``R``, ``best`` in place).
-    """
-    taken, which = 0, 0
-    while taken < limit and which < len(kinds) and np.max(best) > tol:
-        cols = np.flatnonzero(best > tol)
-        before = float(np.max(best[cols]))
-        if kinds[which] == "classical":
-            D = ref.solve(LU, piv, R[:, cols])
-        else:  # ask GMRES for the reduction still needed
-            D = np.stack([ref.gmres(LU, piv, R[:, c], min(0.5, max(tol / best[c], U)))
-                          for c in cols], axis=1)
-        with np.errstate(all="ignore"):
-            Xn = X[:, cols] + D
-        Rn, err = ref.residual(Xn, B[:, cols])
-        taken += 1
-        info.steps.append(kinds[which])
-        info.backward_errors.append(float(max(np.max(err), np.max(best, where=best <= tol,
-                                                                  initial=0.0))))
-        better = (err < best[cols]) | np.isinf(best[cols])  # no finite iterate yet: the last
-        keep = cols[better]
-        X[:, keep], R[:, keep], best[keep] = Xn[:, better], Rn[:, better], err[better]
-        if not np.max(err) <= before / 2 or np.isinf(np.max(err)):
-            which += 1
-    return taken
+        A step must halve the largest ``omega`` of the columns it updates (gain a bit,
+        LAPACK's xGERFS rule): else it stalls, and the next method of ``kinds`` takes
+        over (``auto``: classical, then GMRES), or the steps end. Each column keeps its
+        best iterate (least ``omega``).
+        """
+        taken, which = 0, 0
+        while taken < limit and which < len(kinds) and np.max(self.omega) > tol:
+            cols = np.flatnonzero(self.omega > tol)
+            before = float(np.max(self.omega[cols]))
+            if kinds[which] == "classical":
+                D = self.solve(LU, piv, self.R[:, cols])
+            else:
+                D = np.stack([self.gmres(LU, piv, self.R[:, c]) for c in cols], axis=1)
+            with np.errstate(all="ignore"):
+                Xn = self.X[:, cols] + D
+            Rn, omega, eta = self.residual(Xn, cols)
+            taken += 1
+            self.info.steps.append(kinds[which])
+            self.record(omega, eta, self.omega <= tol)  # and the columns not updated
+            better = (omega < self.omega[cols]) | np.isinf(self.omega[cols])  # or the last
+            keep = cols[better]
+            self.X[:, keep], self.R[:, keep] = Xn[:, better], Rn[:, better]
+            self.omega[keep], self.eta[keep] = omega[better], eta[better]
+            if not np.max(omega) <= before / 2 or np.isinf(np.max(omega)):
+                which += 1
+        return taken
 
 
 def _factor(A, nb, opts, info):
@@ -290,34 +251,37 @@ def _warn(message: str) -> None:
     warnings.warn(message, category, stacklevel=4)
 
 
-def _refine(A, B, X, nb, f_opts, opts, method, limit, tol, info):
-    """Fill ``X`` (zeros, (n, K)) with the refined solution; ``info`` records how."""
-    ref = _Refiner(A, nb, opts, info)
+def _refine(A, B, nb, f_opts, opts, method, limit, tol, info):
+    """The refined solution (K columns); ``info`` records how."""
+    ref = _Refiner(A, B, nb, opts, info)
     LU, piv, zero, info.factor_info = _factor(A, nb, f_opts, info)
     if zero < 0:  # else an exact zero pivot at the reduced count: the full count, from x = 0
-        X[:] = ref.solve(LU, piv, B)
-    R, best = ref.residual(X, B)
-    info.backward_errors.append(float(np.max(best)))
+        ref.X[:] = ref.solve(LU, piv, B)
+    ref.R, ref.omega, ref.eta = ref.residual(ref.X, slice(None))
+    ref.record(ref.omega, ref.eta, False)
     if zero < 0:
         kinds = ("classical", "gmres") if method == "auto" else (method,)
-        info.iterations = _steps(ref, LU, piv, X, R, best, B, kinds, limit, tol, info)
-    if zero >= 0 or np.max(best) > tol:
+        info.iterations = ref.steps(LU, piv, kinds, limit, tol)
+    if zero >= 0 or np.max(ref.omega) > tol:
         why = "met an exactly zero pivot" if zero >= 0 else f"did not reach tol {tol:.3g}"
         info.fell_back = True
         LU, piv, zero, info.fallback_info = _factor(A, nb, opts, info)
         if zero >= 0:
             raise np.linalg.LinAlgError("Matrix is singular.")
-        lost = ~np.isfinite(best)  # NaN or Inf iterates start again from x = 0
-        X[:, lost], R[:, lost], best[lost] = 0, B[:, lost], np.inf
-        _steps(ref, LU, piv, X, R, best, B, ("classical",), _max_iter(None, tol), tol, info)
+        lost = ~np.isfinite(ref.omega)  # NaN or Inf iterates start again from x = 0
+        ref.X[:, lost], ref.R[:, lost], ref.eta[lost] = 0, B[:, lost], np.inf
+        ref.steps(LU, piv, ("classical",), _max_iter(None, tol), tol)
         _warn(f"solve_refined: the refinement of the LU at {info.factor_num_moduli} moduli "
               f"(factor_precision {info.factor_precision:.3g}) {why}; "
               f"a factorisation at the full count ({info.full_num_moduli}) was needed")
-    info.backward_error = float(np.max(best))
-    info.converged = info.backward_error <= tol
+    info.componentwise_backward_error = float(np.max(ref.omega))
+    info.backward_error = float(np.max(ref.eta))
+    info.converged = info.componentwise_backward_error <= tol
     if not info.converged:
-        _warn(f"solve_refined: backward error {info.backward_error:.3g} above tol {tol:.3g} "
+        _warn(f"solve_refined: componentwise backward error "
+              f"{info.componentwise_backward_error:.3g} above tol {tol:.3g} "
               f"(the matrix may be too ill-conditioned for FP64)")
+    return ref.X
 
 
 def solve_refined(a: Any, b: Any, *, tol: float | None = None,
@@ -328,14 +292,15 @@ def solve_refined(a: Any, b: Any, *, tol: float | None = None,
     """Solve ``a x = b``: LU at reduced precision, then refinement to FP64 accuracy.
 
     ``a`` is factored as :func:`~ozaki.linalg.lu_factor` does, with its products at
-    :func:`moduli_for_precision` ``(factor_precision, scheme, block_size)`` moduli.
-    Then, in FP64: residual ``r = b - a x`` by :func:`ozaki.gemm` at the FP64-grade
-    count, correction from the reduced factors (classical, or GMRES-IR: GMRES
-    left-preconditioned by them), until every column's normwise backward error
-    ``||r||_inf / (||a||_inf ||x||_inf + ||b||_inf)`` is at most ``tol``. A step gaining
-    less than a bit stalls (``"auto"`` then turns to GMRES). Without convergence in
-    ``max_iter`` steps, ``a`` is factored again at the full count and refined
-    classically from the best iterate. See docs/linalg.rst for the theory.
+    :func:`~ozaki.linalg.moduli_for_precision` ``(factor_precision, scheme, block_size)``
+    moduli; then, in FP64, residuals ``r = b - a x`` by :func:`ozaki.gemm` (FP64-grade)
+    and corrections from the reduced factors (classical, or GMRES-IR: GMRES
+    preconditioned by them) until every column's componentwise backward error
+    ``omega = max_i |r_i| / (|a||x| + |b| + s)_i`` (``s = (n + 1) 2**-1022``: LAPACK's
+    xGERFS criterion) is at most ``tol``. A step gaining less than a bit stalls
+    (``"auto"`` then turns to GMRES); without convergence in ``max_iter`` steps, ``a``
+    is factored again at the full count and refined classically from the best iterate.
+    See docs/linalg.rst for the theory.
 
     Parameters
     ----------
@@ -343,7 +308,8 @@ def solve_refined(a: Any, b: Any, *, tol: float | None = None,
         As :func:`~ozaki.linalg.solve`.
     b : (N,) or (N, K) array_like
     tol : float, optional
-        Backward error to reach, in (0, 1); default ``4u`` (:data:`DEFAULT_TOL`).
+        Componentwise backward error to reach, in (0, 1); default ``4u``
+        (:data:`DEFAULT_TOL`). It bounds the normwise one too.
     factor_precision : float, optional
         ``u_f``, the unit roundoff asked of the factorisation's products, in (0, 1);
         default ``sqrt(u)`` (:data:`DEFAULT_FACTOR_PRECISION`): classical refinement
@@ -363,7 +329,8 @@ def solve_refined(a: Any, b: Any, *, tol: float | None = None,
         ``scheme``, ``mode``, ``engine``, ``fallback`` of :func:`ozaki.gemm`.
         ``fallback`` concerns the full-count products (the reduced count misses the
         FP64-grade certificate by design and runs with ``fallback="none"``);
-        ``num_moduli`` is refused: this function chooses the counts.
+        ``num_moduli`` is refused: this function chooses the counts. ``omega``'s
+        guarantee needs the componentwise certificate of accurate mode (the default).
 
     Returns
     -------
@@ -401,8 +368,8 @@ def solve_refined(a: Any, b: Any, *, tol: float | None = None,
         raise TypeError("solve_refined() chooses the counts of moduli: give factor_precision "
                         "(the factorisation's unit roundoff), not num_moduli")
     opts = product_options("solve_refined", product_options_)
-    tol = _unit_interval(tol, DEFAULT_TOL, "tol")
-    u_f = _unit_interval(factor_precision, DEFAULT_FACTOR_PRECISION, "factor_precision")
+    tol = unit_roundoff(tol, DEFAULT_TOL, "tol")
+    u_f = unit_roundoff(factor_precision, DEFAULT_FACTOR_PRECISION, "factor_precision")
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
     limit = _max_iter(max_iter, tol)
@@ -416,11 +383,11 @@ def solve_refined(a: Any, b: Any, *, tol: float | None = None,
               "num_moduli": moduli_for_precision(u_f, scheme, k)}
     info = RefinementInfo(method, tol, u_f, scheme, f_opts["num_moduli"],
                           auto_num_moduli(scheme, k))
-    X = np.zeros_like(B)
     if B.size:
-        _refine(A, B, X, nb, f_opts, opts, method, limit, tol, info)
+        X = _refine(A, B, nb, f_opts, opts, method, limit, tol, info)
     else:
-        info.converged, info.backward_error = True, 0.0
+        X = np.zeros_like(B)
+        info.converged, info.backward_error, info.componentwise_backward_error = True, 0.0, 0.0
     x = X.reshape(b0.shape)
     dt = solve_dtype(a0, b0)
     if dt != x.dtype:

@@ -137,11 +137,12 @@ def quick_cases() -> list[Case]:
 
 
 #: The DCT/DST lengths of the quick tier, every type of ``dct`` and ``dst``: with
-#: ``fft.reduced.reduction``, 7, 15 and 16 are mirrored for types II and III (up to 16),
-#: 7, 15, 17 and the other odd lengths for type IV; 17, 1001, 1009 and 2053 take
-#: Makhoul's ``N``-point real FFT (types II, III), 16 (type IV), 18, 60 and 1024 the
-#: ``N/2``-point complex FFT; type I is always mirrored. Primes: 7, 17, 1009 (one dense
-#: stage), 2053 (Bluestein).
+#: ``fft.reduced.reduction``, the direct product with the matrix takes 7, 15 and 16 for
+#: types II and III, 7, 15, 16, 17 (and the inverses' 18) for type I and 7, 15, 17 for
+#: type IV; the mirrored extension type I from 60 on and type IV at the odd 1001, 1009,
+#: 2053; Makhoul's ``N``-point real FFT 17, 1001, 1009 and 2053 (types II, III); the
+#: ``N/2``-point complex FFT 16 (type IV), 18, 60 and 1024 (types II-IV). Primes: 7, 17,
+#: 1009 (one dense stage), 2053 (Bluestein).
 R2R_QUICK = (7, 16, 17, 1001, 1009, 1024, 2053)
 
 

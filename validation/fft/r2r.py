@@ -26,6 +26,8 @@ the axes of the length of the transform's symmetric extension (``2(N-1)`` for DC
 ``2(N+1)`` for DST-I, ``4N`` for types II and III, ``8N`` for type IV: the FFT a
 transform of that type amounts to), doubled where an FFT the ``fft`` package takes for
 it (:func:`fft_lengths`) has a prime factor above :data:`fft.DENSE_LIMIT` (Bluestein).
+A line on the direct path (one product with the transform's matrix, no FFT) keeps the
+same bound; its outputs are nearest doubles of the exact transform, far within it.
 """
 
 from __future__ import annotations
@@ -76,17 +78,23 @@ def extension_length(k: str, t: int, N: int) -> int:
 
 
 def reductions(transform: str, t: int, shape) -> list[str]:
-    """``fft.reduced.reduction`` of each axis' lines: ``"mirror"``, ``"makhoul"``,
-    ``"half"``."""
+    """``fft.reduced.reduction`` of each axis' lines: ``"direct"``, ``"mirror"``,
+    ``"makhoul"``, ``"half"``."""
     return [reduction(line_type(transform, t), int(n)) for n in shape]
 
 
 def fft_lengths(transform: str, t: int, shape) -> list[int]:
     """The length of the FFT the ``fft`` package takes along each axis: the extension's
-    ``M`` when mirrored, ``N`` (Makhoul, odd), ``N/2`` (half)."""
+    ``M`` when mirrored, ``N`` (Makhoul, odd), ``N/2`` (half), and 1 when direct.
+
+    A direct axis takes no FFT (one product with the matrix, :mod:`fft.direct`): 1, the
+    trivial transform, has no prime factor, so it never makes a case Bluestein
+    (:func:`bluestein`, the report's ``*``, the doubled bound), and the list keeps one
+    entry per axis (0 would not do: :func:`fft.factorize` refuses it).
+    """
     k, tt = kind(transform), line_type(transform, t)
-    return [extension_length(k, tt, int(n)) if how == "mirror" else
-            int(n) if how == "makhoul" else int(n) // 2
+    return [1 if how == "direct" else extension_length(k, tt, int(n)) if how == "mirror"
+            else int(n) if how == "makhoul" else int(n) // 2
             for how, n in zip(reductions(transform, t, shape), shape)]
 
 

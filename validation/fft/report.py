@@ -158,8 +158,10 @@ def _r2r_tables(res):
                   "cases' time, references and spot checks included."),
             ("table", "DCT/DST against scipy.fft, per type", head, rows),
             ("p", "Every DCT/DST case, errors in units of u as for the FFTs. ``reduction``: "
-                  "how ``fft.reduced.reduction`` computes the lines (``mirror``: the rfft of "
-                  "the symmetric extension; ``makhoul``: an N-point real FFT; ``half``: an "
+                  "how ``fft.reduced.reduction`` computes the lines (``direct``: one product "
+                  "with the transform's matrix in double-double, no FFT, every output a "
+                  "nearest double of the exact transform; ``mirror``: the rfft of the "
+                  "symmetric extension; ``makhoul``: an N-point real FFT; ``half``: an "
                   "N/2-point complex FFT). ``bound``: ``2 u sqrt(log2 M)``, M the product of "
                   "the extensions' lengths (``2(N-1)`` for DCT-I, ``2(N+1)`` for DST-I, "
                   "``4N`` for types II and III, ``8N`` for type IV), doubled where an FFT "

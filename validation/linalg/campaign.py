@@ -64,19 +64,11 @@ RATIO = 4.0
 REFINED_TOL = 4 * EPS
 KAPPA_FACTOR = 2.0
 
-_SCALED_REFINED = (
-    "solve_refined on matrices with rows or columns scaled by 2**+-300: the "
-    "reduced-count factorisation loses the small rows (or columns), yet the first "
-    "solve already meets the normwise tolerance (dominated by the largest entries), so "
-    "it stops after 0 steps, converged, with a componentwise backward error of order 1 "
-    "and a forward error up to 1e9 (solve, at the full count, is accurate); found by "
-    "this campaign, to be filed against issue 28's refined solve")
-
 #: Reported ozaki bugs: a failure matching every key but ``issue`` is "known" (listed
-#: apart, not failing the run). Remove an entry once ozaki is fixed.
-KNOWN_ISSUES: tuple[dict, ...] = tuple(
-    {"family": family, "solver": "refined", "check": "vs-scipy-componentwise",
-     "issue": _SCALED_REFINED} for family in ("rows", "cols", "rows-cols"))
+#: apart, not failing the run). Remove an entry once ozaki is fixed. (The refined
+#: solve's componentwise failures on the ``rows``/``cols``/``rows-cols`` families, found
+#: by this campaign, are fixed: it now stops on the componentwise backward error.)
+KNOWN_ISSUES: tuple[dict, ...] = ()
 
 
 def refined_solver():

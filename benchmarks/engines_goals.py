@@ -1,0 +1,83 @@
+"""The integer engine against FP64 BLAS and numpy: ``python -m benchmarks.engines_goals 1024,2048,4096 3``.
+
+``ozaki.dgemm`` with the int8 scheme on ``cpu-onednn`` (INT8 GEMMs with INT32
+accumulation through oneDNN) and the fp64 scheme on ``cpu-blas`` (FP64 GEMMs), in fast
+and accurate mode, beside numpy's DGEMM, all timed in rotation in one run (median of the
+rounds after one warm-up call each), on entries ``(U - 1/2) exp(N(0, 1))``. Prints one
+JSON line per configuration (time, ratio to numpy, moduli, seconds per phase, the share
+of the "products" phase) and the int8/fp64 ratio per mode, with the instruction set.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import ozaki
+from benchmarks.bench_common import isa
+
+
+def configurations() -> dict:
+    cfgs = {"numpy": None}
+    for mode in ("fast", "accurate"):
+        if "cpu-onednn" in ozaki.available_engines():
+            cfgs[f"int8/onednn/{mode}"] = dict(scheme="int8", engine="cpu-onednn", mode=mode)
+        cfgs[f"fp64/blas/{mode}"] = dict(scheme="fp64", engine="cpu-blas", mode=mode)
+    return cfgs
+
+
+def run(n: int, rounds: int) -> list[dict]:
+    rng = np.random.default_rng(n)
+    A, B = rng.random((n, n)) - 0.5, rng.random((n, n)) - 0.5
+    A *= np.exp(rng.standard_normal((n, n)))
+    B *= np.exp(rng.standard_normal((n, n)))
+    cfgs = configurations()
+    walls = {k: [] for k in cfgs}
+    infos = {}
+    for kw in cfgs.values():  # warm: compiled passes, workspace, oneDNN's kernels
+        A @ B if kw is None else ozaki.dgemm(A, B, **kw)
+    for _ in range(rounds):
+        for k, kw in cfgs.items():
+            t0 = time.perf_counter()
+            if kw is None:
+                A @ B
+            else:
+                _, infos[k] = ozaki.dgemm(A, B, return_info=True, **kw)
+            walls[k].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in walls.items()}
+    rows = []
+    for k in cfgs:
+        row = dict(n=n, config=k, seconds=med[k], vs_numpy=med[k] / med["numpy"])
+        if k != "numpy":
+            sec = infos[k].seconds
+            row.update(num_moduli=infos[k].num_moduli,
+                       share_products=sec["products"] / max(sum(sec.values()), 1e-300),
+                       phases={p: round(v, 4) for p, v in sec.items()})
+        rows.append(row)
+    return rows
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    sizes = [int(s) for s in (argv[0] if argv else "1024,2048").split(",")]
+    rounds = int(argv[1]) if len(argv) > 1 else 3
+    print(f"# {isa()['cpu']}: {isa()['summary']}", flush=True)
+    for n in sizes:
+        rows = run(n, rounds)
+        for row in rows:
+            print(json.dumps(row), flush=True)
+        med = {r["config"]: r["seconds"] for r in rows}
+        for mode in ("fast", "accurate"):
+            if f"int8/onednn/{mode}" in med:
+                ratio = med[f"int8/onednn/{mode}"] / med[f"fp64/blas/{mode}"]
+                print(f"n={n} {mode}: int8/cpu-onednn time / fp64/cpu-blas time = {ratio:.3f}",
+                      flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
