@@ -64,7 +64,7 @@ THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"
                     "NUMBA_NUM_THREADS")
 #: The refined solve's info fields its note line shows (those it has).
 REFINE_FACTS = ("iterations", "gmres_iterations", "factor_num_moduli", "full_num_moduli",
-                "backward_error", "converged", "fell_back")
+                "backward_error", "componentwise_backward_error", "converged", "fell_back")
 
 
 def hpl_flops(n: int) -> float:

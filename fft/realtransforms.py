@@ -242,11 +242,6 @@ def _plan(n: int) -> Plan:
     return _t.get_plan(n, **_OPTIONS.get())
 
 
-#: The direct products' cache (:func:`fft.direct.prepared_matrix`), under the name
-#: ``tests/test_fft_r2r_short.py`` clears.
-_direct_operand = direct.prepared_matrix
-
-
 def _line(a: np.ndarray, axis: int, t: int, kind: str, norm: str, inverse: bool,
           ortho: bool, workers) -> np.ndarray:
     """The transform of type ``t`` (already mapped for an inverse) along ``axis`` of a

@@ -36,7 +36,7 @@ def reduction(t: int, N: int) -> str:
     ``"direct"`` (``N <= 48`` for type I, ``16`` for types II and III, ``15`` for type
     IV and ``127`` at odd ``N``: :data:`MAX_DIRECT`, :data:`MAX_DIRECT_ODD_IV`): one
     emulated product with the transform's matrix, its entries and normalisation in
-    double-double (:mod:`fft.realtransforms`). ``"mirror"``: the rfft of the symmetric
+    double-double (:mod:`fft.direct`). ``"mirror"``: the rfft of the symmetric
     extension (the module docstring's first table). ``"half"`` (even ``N``): types II
     and III through one ``N/2``-point complex FFT of Makhoul's reordering, packed as
     complex values, type IV through one ``N/2``-point complex FFT with a twiddle before

@@ -16,7 +16,7 @@ import scipy.fft as sf
 from hypothesis import given, strategies as st
 
 import fft
-from fft import realtransforms, tables
+from fft import direct, realtransforms, tables
 from fft.reduced import MAX_DIRECT, MAX_DIRECT_ODD_IV, reduction
 
 ONE_D = ["dct", "idct", "dst", "idst"]
@@ -154,13 +154,13 @@ def test_the_check_sees_rounded_entries(monkeypatch, rng):
         C[N:] = 0.0
         return C
     monkeypatch.setattr(tables, "r2r_matrix_dd", rounded)
-    realtransforms._direct_operand.cache_clear()
+    direct.prepared_matrix.cache_clear()
     try:
         x = rng.standard_normal((4, 12))
         y = fft.dct(x, type=3, norm="ortho")
         assert farther_than_nearest(exact_matrix("dct", 3, 12, "ortho", None), x, y)
     finally:
-        realtransforms._direct_operand.cache_clear()
+        direct.prepared_matrix.cache_clear()
 
 
 def test_odd_type_iv_is_direct_up_to_127(rng):
