@@ -33,6 +33,7 @@ docs: $(VENV)/.stamp-test
 validation: $(VENV)/.stamp-test
 	$(PY) -m validation
 	$(PY) -m validation.fft
+	$(PY) -m validation.linalg
 
 bench: $(VENV)/.stamp-test
 	$(PY) -m pytest benchmarks --benchmark-enable --benchmark-min-rounds=3 -p no:cacheprovider
