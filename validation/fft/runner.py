@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import json
-import math
 import platform
 import shutil
 import sys
@@ -21,6 +20,7 @@ from tqdm import tqdm
 import ozaki
 
 from .. import report as render
+from ..jsonsafe import floats, strict
 from ..options import campaign_parser
 from . import campaign, cases as families, report
 from .reference import check_long_double
@@ -42,7 +42,7 @@ def run(cases, tier: str, progress: bool = True) -> dict:
     failures = campaign.reference_failures(checks) + [f for r in results for f in r["failures"]]
     failures += campaign.tier_failures(results, tier)
     known = [f for r in results for f in r["known_issues"]]
-    return _strict({
+    return strict({
         "meta": {"tier": tier, "seconds": time.perf_counter() - t0, "ozaki": ozaki.__version__,
                  "numpy": np.__version__, "scipy": scipy.__version__,
                  "mpmath": mpmath.__version__, "python": platform.python_version(),
@@ -55,7 +55,7 @@ def write(res: dict, out: Path, docs: str | None = None) -> None:
     """``fft_results.json``, the reports and the figure in ``out`` (and ``docs``)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "fft_results.json").write_text(json.dumps(res, indent=1))
-    res = json.loads(json.dumps(res), parse_constant=float, object_hook=_floats)
+    res = json.loads(json.dumps(res), parse_constant=float, object_hook=floats)
     images = report.plot(res, out)
     title = "FFT validation report"
     bl = report.blocks(res, images)
@@ -105,23 +105,3 @@ def main(argv=None) -> int:
     return 1 if fails else 0
 
 
-def _strict(x):
-    """JSON-safe: numpy scalars to Python, non-finite floats to strings (as the GEMM
-    campaign's ``results.json``)."""
-    if isinstance(x, dict):
-        return {str(k): _strict(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_strict(v) for v in x]
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        return float(x) if math.isfinite(x) else str(float(x))
-    return x
-
-
-def _floats(d: dict) -> dict:
-    """Inverse of :func:`_strict` for the non-finite strings (a ``json`` object hook)."""
-    return {k: float(v) if isinstance(v, str) and v in ("inf", "-inf", "nan") else v
-            for k, v in d.items()}

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import json
-import math
 import platform
 import shutil
 import sys
@@ -21,6 +20,7 @@ from tqdm import tqdm
 import ozaki
 
 from .. import report as render
+from ..jsonsafe import floats, strict
 from ..options import campaign_parser
 from . import campaign, cases as families, report
 
@@ -43,7 +43,7 @@ def run(cases, tier: str, emulated: bool = True, progress: bool = True) -> dict:
                 bar.set_description(c.name)
                 results.append(campaign.run_case(c))
                 bar.update(1)
-    return _strict({
+    return strict({
         "meta": {"tier": tier, "seconds": time.perf_counter() - t0, "ozaki": ozaki.__version__,
                  "numpy": np.__version__, "scipy": scipy.__version__,
                  "python": platform.python_version(), "machine": platform.machine(),
@@ -58,7 +58,7 @@ def write(res: dict, out: Path, docs: str | None = None) -> None:
     """``linalg_results.json``, the reports and the figure in ``out`` (and ``docs``)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "linalg_results.json").write_text(json.dumps(res, indent=1))
-    res = json.loads(json.dumps(res), parse_constant=float, object_hook=_floats)
+    res = json.loads(json.dumps(res), parse_constant=float, object_hook=floats)
     images = report.plot(res, out)
     bl = report.blocks(res, images)
     (out / "linalg_report.md").write_text(render.markdown(bl, title=TITLE))
@@ -108,23 +108,3 @@ def main(argv=None, prog: str = PROG) -> int:
     return 1 if fails else 0
 
 
-def _strict(x):
-    """JSON-safe: numpy scalars to Python, non-finite floats to strings (as the other
-    campaigns' results)."""
-    if isinstance(x, dict):
-        return {str(k): _strict(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_strict(v) for v in x]
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        return float(x) if math.isfinite(x) else str(float(x))
-    return x
-
-
-def _floats(d: dict) -> dict:
-    """Inverse of :func:`_strict` for the non-finite strings (a ``json`` object hook)."""
-    return {k: float(v) if isinstance(v, str) and v in ("inf", "-inf", "nan") else v
-            for k, v in d.items()}
