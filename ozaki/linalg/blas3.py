@@ -112,7 +112,7 @@ def trsm(alpha: float | complex, a: Any, b: Any, side: int = 0, lower: int = 0,
         complex128, solve in place and return ``b``.
     block_size : int
         Rows (``side=0``) or columns (``side=1``) of ``X`` solved per block
-        (default 128). The result's bits depend on it.
+        (default 256). The result's bits depend on it.
     return_info : bool
         Also return a :class:`~ozaki.linalg.LinalgInfo`.
     **product_options_
@@ -199,7 +199,7 @@ def syrk(alpha: float | complex, a: Any, beta: float | complex = 0.0, c: Any = N
         1: when ``c`` is a writable ndarray of the result's dtype, float64 or
         complex128, update it in place and return it.
     block_size : int
-        Rows of ``C`` per product (default 128). The result's bits depend on it.
+        Rows of ``C`` per product (default 256). The result's bits depend on it.
     return_info, **product_options_
         As :func:`trsm`.
 

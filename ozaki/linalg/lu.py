@@ -98,7 +98,7 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True, *,
     check_finite : bool
         Raise ``ValueError`` on infs or NaNs.
     block_size : int
-        Panel width ``nb`` (default 128). The result's bits depend on it.
+        Panel width ``nb`` (default 256). The result's bits depend on it.
     return_info : bool
         Also return a :class:`~ozaki.linalg.LinalgInfo` (time per phase, share in
         emulated products).

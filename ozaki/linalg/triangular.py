@@ -69,7 +69,7 @@ def solve_triangular(a: Any, b: Any, trans: int | str = 0, lower: bool = False,
     lower, unit_diagonal, overwrite_b, check_finite
         As in scipy.linalg.solve_triangular.
     block_size : int
-        Rows of ``x`` solved per block (default 128).
+        Rows of ``x`` solved per block (default 256).
     return_info : bool
         Also return a :class:`~ozaki.linalg.LinalgInfo`.
     **product_options_
