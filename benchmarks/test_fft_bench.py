@@ -70,12 +70,19 @@ NATIVE_PLAN_GOAL = 12.0
 
 
 def _predicted(shape, axes) -> float | None:
+    """The TME model's time for the default plans, or ``None`` where the calibrated
+    profile has no rate for the engine they run (it was measured on ``cpu-blas``; on a
+    machine whose fast-mode plans run int8 on ``cpu-onednn``, recalibrate)."""
     if not PROFILE.exists():
         return None
     from tme_model.fft_workload import fft_workload, predict_fft
     from tme_model.profile_file import load_profile
+    from tme_model.specs import TMEError
 
-    return predict_fft(fft_workload(shape, axes), load_profile(PROFILE)).total_s
+    try:
+        return predict_fft(fft_workload(shape, axes), load_profile(PROFILE)).total_s
+    except TMEError:
+        return None
 
 
 @pytest.mark.parametrize("label,shape,axes,scipy_goal", CASES, ids=[c[0] for c in CASES])
