@@ -330,3 +330,24 @@ def test_normwise_term_maxima_are_the_maxima_of_the_terms(b, n, seed):
     xm, am = nw.term_maxima(get_backend(), shift)
     assert xm.tobytes() == x.max(axis=1).tobytes()
     assert am.tobytes() == alpha.max(axis=1).tobytes()
+
+
+@pytest.mark.parametrize("scale", [1e-290, 1e-305])
+def test_operands_near_the_subnormal_edge_raise_no_warning(scale):
+    """Fast mode's ratio overflows to inf for operands near the subnormal edge: those
+    entries are uncertified and go to the exact fallback, with no RuntimeWarning."""
+    import warnings
+    from fractions import Fraction
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((30, 40)) * scale, rng.standard_normal((40, 20)) * scale
+    got = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for backend in ("cpu", "numpy"):
+            with ozaki.set_small_products(False):
+                C, info = ozaki.dgemm(A, B, mode="fast", backend=backend, return_info=True)
+            assert info.uncertified == info.fallback_entries > 0
+            got.append(C)
+    assert np.array_equal(got[0], got[1])
+    exact = sum(Fraction(a) * Fraction(b) for a, b in zip(A[3], B[:, 5]))
+    assert got[0][3, 5] == float(exact)  # the exactly rounded dot product
