@@ -266,7 +266,7 @@ def test_fused_certificates_equal_separate_ones(scheme, rng):
     from ozaki.core.backend import Operand
     from ozaki.backends import get_backend
     from ozaki.backends.engines import get_engine
-    from ozaki.core.pipeline import Prepared
+    from ozaki.core.operands import Prepared
     be = get_backend()
     A = rng.standard_normal((5, 12, 40)) * np.exp2(rng.integers(-30, 31, (5, 12, 40)))
     B = rng.standard_normal((5, 40, 9)) * np.exp2(rng.integers(-30, 31, (5, 40, 9)))
@@ -293,7 +293,7 @@ def test_floor_gemm_in_fp32_where_exact_and_the_decisions_do_not_see_it(k, rng):
     from ozaki.core.backend import Operand
     from ozaki.backends import get_backend
     from ozaki.backends.engines import get_engine
-    from ozaki.core.pipeline import Prepared
+    from ozaki.core.operands import Prepared
     from ozaki.core.scaling import quantization_bits
     be = get_backend()
     A = rng.standard_normal((2, 6, k)) * np.exp2(rng.integers(-20, 21, (2, 6, k)))

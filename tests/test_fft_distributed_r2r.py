@@ -45,7 +45,7 @@ def data(rng, shape, profile: str, complex_: bool) -> np.ndarray:
     if profile == "range":
         flat = X.reshape(-1, shape[-1])
         huge, *tiny = rng.permutation(len(flat))[:max(2, len(flat) // 3)]
-        flat[huge] *= 1e307 / np.abs(flat[huge]).max()
+        flat[huge] = flat[huge] / np.abs(flat[huge]).max() * 1e307  # not 1e307 / tiny
         for i in tiny:
             flat[i] *= 1e-306 / np.abs(flat[i]).max()
     elif profile == "nonfinite":

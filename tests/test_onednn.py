@@ -19,7 +19,7 @@ import pytest
 
 import fft
 import ozaki
-from ozaki.backends import onednn
+from ozaki.backends import onednn, onednn_library
 from ozaki.backends.cpu import parallel
 from ozaki.backends.engines import ENGINES, BlasEngine, get_engine
 from ozaki.backends.onednn import INSTALL_HINT, OneDNNEngine
@@ -67,7 +67,8 @@ def test_registered_with_the_int8_engine_semantics():
 
 def test_unavailable_with_the_reason_when_the_library_is_missing(monkeypatch):
     missing = "/nonexistent/ozaki-test/libdnnl.so.3"
-    monkeypatch.setattr(onednn, "library_path", lambda: missing)
+    # the loader reads the library module's finder (onednn re-exports it for imports)
+    monkeypatch.setattr(onednn_library, "library_path", lambda: missing)
     eng = OneDNNEngine()
     assert not eng.available()
     assert missing in eng.reason and INSTALL_HINT in eng.reason
@@ -79,7 +80,7 @@ def test_unavailable_with_the_reason_when_the_library_is_missing(monkeypatch):
     with pytest.raises(onednn.OneDNNUnavailable, match="could not be loaded"):
         onednn.library_info()
     # not installed at all
-    monkeypatch.setattr(onednn, "library_path", lambda: None)
+    monkeypatch.setattr(onednn_library, "library_path", lambda: None)
     assert not eng.available() and "not installed" in eng.reason and INSTALL_HINT in eng.reason
 
 
@@ -256,7 +257,7 @@ def test_empty_and_zero_k():
 
 @needs_onednn
 def test_thread_counts_and_concurrent_callers_give_the_same_bits(rng):
-    lib = onednn._library()
+    lib = onednn_library.load_library()
     X = rng.integers(-128, 128, (2, 150, 300)).astype(float)
     Y = rng.integers(-128, 128, (300, 170)).astype(float)
     want = exact(X, Y)

@@ -26,7 +26,8 @@ from ozaki.core.backend import Operand
 from ozaki.core.kind import REAL, kind_of
 from ozaki.backends import get_backend
 from ozaki.core.moduli import auto_num_moduli
-from ozaki.core.pipeline import Options, Prepared, decide, emulate
+from ozaki.core.operands import Prepared
+from ozaki.core.pipeline import Options, decide, emulate
 from validation.reference import fraction_matmul, test_matrix
 
 U = Fraction(1, 2 ** 53)

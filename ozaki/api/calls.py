@@ -25,8 +25,8 @@ from ..backends.engines import pinned_scheme
 from ..core.certify import CertificationError
 from ..core.info import OzakiInfo
 from ..core.moduli import auto_num_moduli
-from ..core.pipeline import (FloorRequest, Options, Prepared, decide, emulate, floors_buffer,
-                             plane_of, widened)
+from ..core.operands import FloorRequest, Prepared, floors_buffer
+from ..core.pipeline import Options, decide, emulate, plane_of, widened
 from .prepared import PreparedOperand, embed
 from ..core.scaling import quantization_bits
 

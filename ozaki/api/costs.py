@@ -8,7 +8,7 @@ from ..backends import get_backend
 from ..core.engine import Engine
 from ..core.moduli import MODULI, auto_num_moduli, residue_dtype
 from ..core.pieces import column_block, piece_bytes
-from ..core.pipeline import number_types
+from ..core.passes import number_types
 from ..core.products import product_calls
 from ..core.scaling import quantization_bits
 from .arguments import resolve

@@ -9,7 +9,7 @@ import numpy as np
 from ..backends import get_backend
 from ..core.backend import Backend
 from ..core.kind import Kind, kind_of
-from ..core.pipeline import Prepared
+from ..core.operands import Prepared
 from .arguments import operand
 
 __all__ = ["PreparedOperand", "prepare", "embed"]
