@@ -6,9 +6,7 @@
 
 from __future__ import annotations
 
-import json
 import platform
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -19,8 +17,8 @@ from tqdm import tqdm
 
 import ozaki
 
-from .. import report as render
-from ..jsonsafe import floats, strict
+from .. import outputs
+from ..jsonsafe import strict
 from ..options import campaign_parser
 from . import campaign, cases as families, report
 
@@ -56,26 +54,7 @@ def run(cases, tier: str, emulated: bool = True, progress: bool = True) -> dict:
 
 def write(res: dict, out: Path, docs: str | None = None) -> None:
     """``linalg_results.json``, the reports and the figure in ``out`` (and ``docs``)."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "linalg_results.json").write_text(json.dumps(res, indent=1))
-    res = json.loads(json.dumps(res), parse_constant=float, object_hook=floats)
-    images = report.plot(res, out)
-    bl = report.blocks(res, images)
-    (out / "linalg_report.md").write_text(render.markdown(bl, title=TITLE))
-    (out / "linalg_report.rst").write_text(_rst(bl))
-    if docs:
-        gen = Path(docs) / "_generated"
-        gen.mkdir(parents=True, exist_ok=True)
-        for n, _ in images:
-            shutil.copyfile(out / n, gen / f"validation_{n}")
-        dbl = report.blocks(res, [(f"validation_{n}", alt) for n, alt in images])
-        (gen / "validation_linalg_report.md").write_text(render.markdown(dbl, title=TITLE))
-        (gen / "validation_linalg_report.rst").write_text(_rst(dbl, "_generated/"))
-
-
-def _rst(bl, image_prefix: str = "") -> str:
-    text = render.rst(bl, image_prefix=image_prefix)
-    return text.replace("``python -m validation``", f"``{PROG}``", 1)
+    outputs.write(res, out, docs, "linalg", TITLE, PROG, report)
 
 
 def main(argv=None, prog: str = PROG) -> int:
