@@ -30,7 +30,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from .options import campaign_parser  # noqa: E402
+from .options import campaign_parser, missing_extra  # noqa: E402
 
 # The campaign needs the test extra (tqdm, matplotlib, ...): where one is missing,
 # main() says what to install instead of a bare ModuleNotFoundError (as tme-plot does).
@@ -47,14 +47,6 @@ except ModuleNotFoundError as _exc:
     _MISSING = _exc
 else:
     _MISSING = None
-
-
-def missing_extra(prog: str, exc: ModuleNotFoundError) -> str:
-    """The message for a campaign whose dependency ``exc.name`` is not installed."""
-    return (f"{exc.name} is needed by {prog} but is not installed ({exc}); install the "
-            'test extra: pip install -e ".[test]" in the repository root, or make test '
-            f"(into .venv). Run {prog} from the repository root: validation/ is part of "
-            "the checkout, not of the installed package.")
 
 
 def _clean(x):

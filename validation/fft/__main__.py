@@ -22,21 +22,9 @@ import sys  # noqa: E402
 try:
     from .runner import main
 except ModuleNotFoundError as _exc:
-    if _exc.name is None or _exc.name.partition(".")[0] in ("validation", "ozaki", "fft"):
-        raise  # a module of this project itself: a bug, not a missing extra
-    _MISSING = _exc
-
-    def main(argv=None) -> int:
-        """Parse the arguments (``--help`` works), then exit naming the missing extra."""
-        from ..options import campaign_parser
-
-        prog = "python -m validation.fft"
-        ap = campaign_parser(prog, "The FFT accuracy campaign.", "the CI tier (under a minute)")
-        ap.parse_args(argv)
-        ap.error(f"{_MISSING.name} is needed by {prog} but is not installed ({_MISSING}); "
-                 'install the test extra: pip install -e ".[test]" in the repository root, '
-                 f"or make test (into .venv). Run {prog} from the repository root: "
-                 "validation/ is part of the checkout, not of the installed package.")
+    from ..options import fallback_main
+    main = fallback_main(_exc, "python -m validation.fft", "The FFT accuracy campaign.",
+                         "the CI tier (under a minute)")
 
 
 if __name__ == "__main__":

@@ -51,7 +51,8 @@ def run(cases, tier: str, progress: bool = True) -> dict:
 
 def write(res: dict, out: Path, docs: str | None = None) -> None:
     """``fft_results.json``, the reports and the figure in ``out`` (and ``docs``)."""
-    outputs.write(res, out, docs, "fft", "FFT validation report", "python -m validation.fft", report)
+    outputs.write(res, out, docs, "fft", "FFT validation report", "python -m validation.fft",
+                  report)
 
 
 def count_line(cases: int, checks: int) -> str:

@@ -22,22 +22,10 @@ import sys  # noqa: E402
 try:
     from .runner import main
 except ModuleNotFoundError as _exc:
-    if _exc.name is None or _exc.name.partition(".")[0] in ("validation", "ozaki", "fft"):
-        raise  # a module of this project itself: a bug, not a missing extra
-    _MISSING = _exc
-
-    def main(argv=None, prog: str = "python -m validation.linalg") -> int:
-        """Parse the arguments (``--help`` works), then exit naming the missing extra."""
-        from ..options import campaign_parser
-
-        ap = campaign_parser(prog, "The linear algebra validation campaign.",
-                             "the CI tier (n <= 256, under a minute)")
-        ap.add_argument("--compensated", action="store_true")
-        ap.parse_args(argv)
-        ap.error(f"{_MISSING.name} is needed by {prog} but is not installed ({_MISSING}); "
-                 'install the test extra: pip install -e ".[test]" in the repository root, '
-                 f"or make test (into .venv). Run {prog} from the repository root: "
-                 "validation/ is part of the checkout, not of the installed package.")
+    from ..options import fallback_main
+    main = fallback_main(_exc, "python -m validation.linalg",
+                         "The linear algebra validation campaign.",
+                         "the CI tier (n <= 256, under a minute)", ("--compensated",))
 
 
 if __name__ == "__main__":
