@@ -322,7 +322,10 @@ def _adversarial(res):
     return out
 
 
-def _known_issues(res):
+def known_issues(res, where, source: str, what: str = "Runs that broke a check"):
+    """The "Known issues" blocks of a campaign: its failures already reported against
+    ozaki (``res["known_issues"]``, listed in ``source``), grouped by issue; ``where(f)``
+    names the run of failure ``f``. Empty when there are none."""
     known = res.get("known_issues", [])
     if not known:
         return []
@@ -330,12 +333,17 @@ def _known_issues(res):
     for f in known:
         groups.setdefault(f["issue"], []).append(f)
     rows = [[issue, str(len(fs)), ", ".join(sorted({f["case"] for f in fs})),
-             ", ".join(sorted({f"{f['scheme']} {f['mode']} N={f['requested']}" for f in fs}))]
+             ", ".join(sorted({where(f) for f in fs}))]
             for issue, fs in groups.items()]
     return [("h", "Known issues"),
-            ("p", "Runs that broke a check in a way already reported against ozaki "
-                  "(``validation.suite.KNOWN_ISSUES``); not counted as failures."),
+            ("p", f"{what} in a way already reported against ozaki "
+                  f"(``{source}``); not counted as failures."),
             ("table", "Known issues", ["issue", "runs", "cases", "where"], rows)]
+
+
+def _known_issues(res):
+    return known_issues(res, lambda f: f"{f['scheme']} {f['mode']} N={f['requested']}",
+                        "validation.suite.KNOWN_ISSUES")
 
 
 def _failures(res):

@@ -173,6 +173,15 @@ def _run(kernel, tasks: int, per_task: int, *args) -> None:
     run(kernel, tasks, *args, max_threads=max(1, tasks * per_task // 2 ** 16))
 
 
+def _checked(kernel, rows: int, per_row: int, *args) -> None:
+    """An encoding pass over ``rows`` rows; raises where an entry is not an integer in
+    the int8 range (the passes flag their first row's slot of ``bad``)."""
+    bad = np.zeros(rows, np.uint8)
+    _run(kernel, rows, per_row, *args, bad)
+    if bad.any():
+        raise ValueError(_OUTSIDE)
+
+
 def _stack(X: np.ndarray) -> np.ndarray:
     """``X`` (..., r, c) as (b, r, c) (a view when the stack axes allow one)."""
     return X.reshape((-1,) + X.shape[-2:])
@@ -332,7 +341,6 @@ class OneDNNEngine(Engine):
         ``r + 128 = u ^ 0x80``; ``r & 127 = u & 0x7f`` and ``[r < 0] = u >> 7``.
         An int8 ``Y3`` whose rows are contiguous is passed to oneDNN as it is.
         """
-        kern = _compiled()
         m = X3.shape[1]
         if X3.dtype == np.int8:
             u = X3.view(np.uint8)
@@ -342,19 +350,12 @@ class OneDNNEngine(Engine):
             else:
                 np.bitwise_xor(u, 0x80, out=A)
         else:
-            bad = np.zeros(X3.shape[0] * m, np.uint8)
-            _run(kern.encode_a, X3.shape[0] * m, X3.shape[2], X3, A, split, bad)
-            if bad.any():
-                raise ValueError(_OUTSIDE)
-        if Y3.dtype == np.int8:
-            if Y3.strides[-1] == 1 and Y3.strides[-2] >= Y3.shape[-1]:
-                return Y3
-            B = ws.take("onednn_b", Y3.shape, np.int8)
-            np.copyto(B, Y3)
-            return B
+            _checked(_compiled().encode_a, X3.shape[0] * m, X3.shape[2], X3, A, split)
+        if Y3.dtype == np.int8 and Y3.strides[-1] == 1 and Y3.strides[-2] >= Y3.shape[-1]:
+            return Y3
         B = ws.take("onednn_b", Y3.shape, np.int8)
-        bad = np.zeros(Y3.shape[0] * Y3.shape[1], np.uint8)
-        _run(kern.encode_b, Y3.shape[0] * Y3.shape[1], Y3.shape[2], Y3, B, bad)
-        if bad.any():
-            raise ValueError(_OUTSIDE)
+        if Y3.dtype == np.int8:
+            np.copyto(B, Y3)
+        else:
+            _checked(_compiled().encode_b, Y3.shape[0] * Y3.shape[1], Y3.shape[2], Y3, B)
         return B

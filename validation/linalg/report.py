@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import report as render
 from . import campaign
 from .reference import EPS, REF_LIMIT
 
@@ -178,19 +179,9 @@ def _failures(res):
 
 
 def _known_issues(res):
-    known = res.get("known_issues", [])
-    if not known:
-        return []
-    groups: dict = {}
-    for f in known:
-        groups.setdefault(f["issue"], []).append(f)
-    rows = [[issue, str(len(fs)), ", ".join(sorted({f["case"] for f in fs})),
-             ", ".join(sorted({f"{f['routine']} ({f['solver']}) {f['check']}" for f in fs}))]
-            for issue, fs in groups.items()]
-    return [("h", "Known issues"),
-            ("p", "Checks broken in a way already reported against ozaki "
-                  "(``validation.linalg.campaign.KNOWN_ISSUES``); not counted as failures."),
-            ("table", "Known issues", ["issue", "runs", "cases", "where"], rows)]
+    return render.known_issues(
+        res, lambda f: f"{f['routine']} ({f['solver']}) {f['check']}",
+        "validation.linalg.campaign.KNOWN_ISSUES", "Checks broken")
 
 
 def blocks(res, images):
