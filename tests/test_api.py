@@ -190,7 +190,41 @@ def test_out_argument(AB):
     buf = np.zeros((7, 40))
     buf[:, :33] = A
     with pytest.raises(ValueError, match="out may not overlap A"):
-        ozaki.dgemm(buf[:, :33], B, out=buf[:, 33:38])
+        ozaki.dgemm(buf[:, :33], B, out=buf[:, 30:35])
+    # interleaved but disjoint (the trailing block beside its panel): accepted
+    assert ozaki.dgemm(buf[:, :33], B, out=buf[:, 33:38]) is not None
+    assert np.array_equal(buf[:, 33:38], out) and np.array_equal(buf[:, :33], A)
+
+
+def test_scaled_sum_in_place_keeps_the_bits(AB):
+    """``alpha A B + beta C`` into ``out`` (``out`` may be ``C``) has the bits of
+    ``fl(fl(alpha X) + fl(beta C))`` on fresh temporaries."""
+    A, B = AB
+    X = ozaki.dgemm(A, B)
+    rng = np.random.default_rng(3)
+    C = rng.standard_normal((7, 5))
+    C[0, :3] = [np.inf, -0.0, np.nan]
+    for alpha, beta in ((-1.0, 1.0), (0.3, -2.5), (1.0, 1.0), (2.0, 0.0), (-1.0, 1j)):
+        with np.errstate(all="ignore"):
+            want = X * alpha + beta * C if beta != 0 else X * alpha
+        with np.errstate(all="ignore"):
+            got = ozaki.gemm(A, B, C, alpha=alpha, beta=beta)
+        np.testing.assert_array_equal(got, want)
+        for part in ("real", "imag"):
+            assert np.array_equal(np.signbit(getattr(got, part)), np.signbit(getattr(want, part)))
+        if np.iscomplexobj(want):
+            continue
+        D = C.copy()
+        with np.errstate(all="ignore"):
+            assert ozaki.gemm(A, B, D, alpha=alpha, beta=beta, out=D) is D
+        np.testing.assert_array_equal(D, want)
+    Z = C.astype(complex)
+    Z[1, 1] = complex(np.inf, 1.0)  # (1 + 0j) * (inf + 1j) = inf + nan j: kept as such
+    with np.errstate(all="ignore"):
+        want = X * 1.0 + 1.0 * Z
+        got = ozaki.gemm(A, B, Z, beta=1.0)
+    assert np.isnan(want[1, 1].imag)
+    np.testing.assert_array_equal(got, want)
 
 
 def test_info_and_workspace(AB):

@@ -109,17 +109,39 @@ def test_moduli_for_precision_is_the_least_count(precision, scheme, k):
 
 @pytest.mark.parametrize("scheme", ozaki.SCHEMES)
 @pytest.mark.parametrize("precision", [2.0 ** -12, DEFAULT_FACTOR_PRECISION, 2.0 ** -40])
-def test_precision_estimate_bounds_the_measured_error(rng, scheme, precision):
-    """The count chosen for ``u_f`` has error at most ``u_f (|A||B|)_ij`` (entries of an
-    LU's trailing update: multipliers in [-1, 1], uniform entries), exact reference."""
-    k = 128
+@pytest.mark.parametrize("mode", ["accurate", "fast"])
+def test_precision_estimate_bounds_the_measured_error(rng, scheme, precision, mode):
+    """The count chosen for ``u_f`` has error at most ``u_f (|A||B|)_ij`` in accurate
+    mode, ``u_f ||a_i||_2 ||b_j||_2`` in fast mode (the factorisation's, FACTOR_MODE),
+    on entries of an LU's trailing update (multipliers in [-1, 1], uniform entries),
+    exact reference."""
+    k = 256
     count = ol.moduli_for_precision(precision, scheme, k)
     A = rng.uniform(-1, 1, (24, k))
     B = rng.uniform(-0.5, 0.5, (k, 24))
-    C = ozaki.gemm(A, B, scheme=scheme, num_moduli=count)
+    C = ozaki.gemm(A, B, scheme=scheme, num_moduli=count, mode=mode)
     exact = np.array([[math.fsum(A[i] * B[:, j]) for j in range(24)] for i in range(24)])
-    err = np.max(np.abs(C - exact) / (np.abs(A) @ np.abs(B)))
+    if mode == "accurate":
+        scale = np.abs(A) @ np.abs(B)
+    else:
+        scale = np.outer(np.linalg.norm(A, axis=1), np.linalg.norm(B, axis=0))
+    err = np.max(np.abs(C - exact) / scale)
     assert err <= ol.precision_of_moduli(scheme, count, k) <= max(precision, U)
+
+
+def test_factorisation_runs_fast_mode_on_the_resolved_scheme(rng):
+    """The reduced factorisation's products are uncertified by design: fast mode (no
+    floor GEMM), on the scheme the residuals resolved (not the machine's choice for
+    fast mode); the residual products keep the caller's mode."""
+    from ozaki.linalg.refine import FACTOR_MODE
+    A = hpl_matrix(rng, 300)
+    for mode in ("accurate", "fast"):
+        _, info = ol.solve_refined(A, np.ones(300), block_size=64, mode=mode, return_info=True)
+        opts = info.factor_info.options
+        assert FACTOR_MODE == "fast" and opts["mode"] == "fast"
+        assert opts["scheme"] == info.scheme and opts["num_moduli"] == info.factor_num_moduli
+    _, info = ol.solve_refined(A, np.ones(300), block_size=64, return_info=True)
+    assert info.scheme == "fp64" and info.converged
 
 
 # --- convergence ------------------------------------------------------------------------
@@ -457,11 +479,13 @@ def test_docstring_example():
 
 @pytest.mark.parametrize("scheme", ["fp64", "int8"])
 def test_zero_pivot_at_the_reduced_count_only_falls_back(scheme):
+    from ozaki.linalg.refine import FACTOR_MODE
     """``a22`` is the reduced-count product ``l21 u12`` itself: the reduced LU's pivot
     ``a22 - fl_N(l21 u12)`` is exactly zero, the full-count one is not."""
     l21, u12 = 1 - 2.0 ** -30, 1 - 2.0 ** -29
     count = ol.moduli_for_precision(2.0 ** -10, scheme, 1)
-    reduced = ozaki.gemm([[l21]], [[u12]], scheme=scheme, num_moduli=count)[0, 0]
+    reduced = ozaki.gemm([[l21]], [[u12]], scheme=scheme, num_moduli=count,
+                         mode=FACTOR_MODE)[0, 0]
     assert reduced != ozaki.gemm([[l21]], [[u12]], scheme=scheme)[0, 0]
     A = np.array([[1.0, u12], [l21, reduced]])
     b = np.array([1.0, 2.0])

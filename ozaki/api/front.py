@@ -107,15 +107,31 @@ def _gemm(A, B, C, alpha, beta, trans_a, trans_b, scheme, num_moduli, mode, engi
     X = X[0]
     if info.error_bound is not None:
         info.error_bound = info.error_bound[0]
-    result = X.astype(dtype, copy=False)
-    if alpha != 1:
-        result = result * alpha
-    if beta != 0:
-        result = result + beta * C
-    if out is not None:
-        out[...] = result
-        result = out
+    result = scaled_sum(X.astype(dtype, copy=False), alpha, beta, C, out)
     return (result, info) if (return_info or bounds) else result
+
+
+def scaled_sum(X: np.ndarray, alpha, beta, C: np.ndarray | None,
+               out: np.ndarray | None) -> np.ndarray:
+    """``fl(fl(alpha X) + fl(beta C))`` (``beta C`` left out when ``beta == 0``) into
+    ``out``, or into ``X`` (the product's own fresh array) when ``out`` is None.
+
+    The same operations as ``X * alpha + beta * C`` on fresh temporaries, done in
+    place: one rounding per product, one for the sum. ``fl(1 C) = C`` for a real
+    ``C`` (every double, signed zeros and infinities included; a NaN stays a NaN), so
+    a real ``C`` with ``beta == 1`` (the updates ``C - A B`` of ``ozaki.linalg``) is
+    added as it is; a complex ``C`` is always multiplied, since the complex product
+    ``(1 + 0j) C`` turns an infinite part into NaN and must stay as it was.
+    """
+    if alpha != 1:
+        np.multiply(X, alpha, out=X)
+    dest = X if out is None else out
+    if beta != 0:
+        term = C if beta == 1 and not np.iscomplexobj(C) else np.multiply(C, beta)
+        np.add(X, term, out=dest)
+    elif out is not None:
+        np.copyto(out, X)
+    return dest
 
 
 def dgemm(A: Any, B: Any, *, scheme: str = "auto",

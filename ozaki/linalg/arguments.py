@@ -121,10 +121,13 @@ def array(a: Any, name: str, *, ndim: int | None = None,
 
 
 def matrix(a: Any, name: str, check_finite: bool, overwrite: bool, *,
-           square_only: bool = True) -> tuple[np.ndarray, np.ndarray, np.dtype]:
+           square_only: bool = True,
+           read_only: bool = False) -> tuple[np.ndarray, np.ndarray, np.dtype]:
     """``(work, original, dtype)``: a float64 (complex128 for complex input) work array
     (``a`` itself when ``overwrite`` and ``a`` is a writable ndarray of that dtype,
-    else a copy), the input array, and the dtype of the result (:func:`result_dtype`)."""
+    else a copy; with ``read_only``, for a caller that never writes it, ``a`` itself
+    whenever it has that dtype), the input array, and the dtype of the result
+    (:func:`result_dtype`)."""
     x = _array(a, name, check_finite)
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array, got {x.ndim} dimension(s) "
@@ -135,6 +138,8 @@ def matrix(a: Any, name: str, check_finite: bool, overwrite: bool, *,
     if (overwrite and isinstance(a, np.ndarray) and x is a and x.dtype == wdt
             and x.flags.writeable):
         return x, x, wdt
+    if read_only:
+        return np.asarray(x, dtype=wdt), x, result_dtype(x)
     return np.array(x, dtype=wdt, order="C", copy=True), x, result_dtype(x)
 
 

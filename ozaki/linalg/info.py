@@ -84,10 +84,11 @@ class Recorder:
             self.info.seconds[name] += time.perf_counter() - t
 
     def update(self, C: np.ndarray, A: np.ndarray, B: np.ndarray, *,
-               trans_b: bool | str = False) -> np.ndarray:
+               trans_b: bool | str = False, out: np.ndarray | None = None) -> np.ndarray:
         """``C - op(A) op(B)`` (``op(B)``: ``B.T`` with ``trans_b`` True or ``"T"``,
-        ``B^H`` with ``"C"``): a new array, the bits of ``fl(C - X)`` with ``X`` the
-        FP64-grade product, which depend only on ``A``, ``B`` and the options.
+        ``B^H`` with ``"C"``): a new array, or ``out`` (which may be ``C``, not ``A``
+        or ``B``), the bits of ``fl(C - X)`` with ``X`` the FP64-grade product, which
+        depend only on ``A``, ``B`` and the options.
 
         Real operands: one :func:`ozaki.gemm` call with ``alpha=-1, beta=1`` (its result
         is ``fl(fl(-X) + C) = fl(C - X)``). Complex ones: the complex product ``X``
@@ -98,16 +99,18 @@ class Recorder:
         """
         tb = "T" if trans_b is True else ("N" if trans_b is False else trans_b)
         if np.iscomplexobj(A) or np.iscomplexobj(B) or np.iscomplexobj(C):
-            return C - self.product(A, B, trans_b=tb)
-        return self.product(A, B, C, alpha=-1.0, beta=1.0, trans_b=tb)
+            X = self.product(A, B, trans_b=tb)  # a fresh array: the difference goes there
+            return np.subtract(C, X, out=X if out is None else out)
+        return self.product(A, B, C, alpha=-1.0, beta=1.0, trans_b=tb, out=out)
 
     def product(self, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, *,
                 alpha: float | complex = 1.0, beta: float | complex = 0.0,
-                trans_b: str = "N") -> np.ndarray:
-        """One timed and counted :func:`ozaki.gemm` call ``alpha A op(B) + beta C``."""
+                trans_b: str = "N", out: np.ndarray | None = None) -> np.ndarray:
+        """One timed and counted :func:`ozaki.gemm` call ``alpha A op(B) + beta C``
+        (into ``out`` when given)."""
         from ..api.front import gemm
         t = time.perf_counter()
-        X, inf = gemm(A, B, C, alpha=alpha, beta=beta, trans_b=trans_b,
+        X, inf = gemm(A, B, C, alpha=alpha, beta=beta, trans_b=trans_b, out=out,
                       return_info=True, **self.info.options)
         dt = time.perf_counter() - t
         self.info.seconds["updates"] += dt

@@ -72,7 +72,7 @@ def factor(W: np.ndarray, nb: int, rec: Recorder) -> tuple[np.ndarray, int]:
             with rec.phase("triangular"):
                 kernels.unit_lower_solve(W[k:e, k:e], W[k:e, e:])
             if e < m:
-                W[e:, e:] = rec.update(W[e:, e:], W[e:, k:e], W[k:e, e:])
+                rec.update(W[e:, e:], W[e:, k:e], W[k:e, e:], out=W[e:, e:])
     return piv, zero
 
 

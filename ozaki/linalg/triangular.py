@@ -41,14 +41,14 @@ def trsm(T: np.ndarray, B: np.ndarray, lower: bool, unit: bool, nb: int,
             with rec.phase("triangular"):
                 kernels.lower_solve(T[k:e, k:e], B[k:e], unit)
             if e < n:
-                B[e:] = rec.update(B[e:], T[e:, k:e], B[k:e])
+                rec.update(B[e:], T[e:, k:e], B[k:e], out=B[e:])
     else:
         for k in reversed(starts):
             e = min(k + nb, n)
             with rec.phase("triangular"):
                 kernels.upper_solve(T[k:e, k:e], B[k:e], unit)
             if k > 0:
-                B[:k] = rec.update(B[:k], T[:k, k:e], B[k:e])
+                rec.update(B[:k], T[:k, k:e], B[k:e], out=B[:k])
 
 
 def solve_triangular(a: Any, b: Any, trans: int | str = 0, lower: bool = False,
