@@ -465,6 +465,9 @@ def test_return_info(rng):
 
 # --- the compiled kernels against the element-wise numpy formulation --------------------
 
+from hypothesis import given  # noqa: E402  (this section's property tests)
+from hypothesis import strategies as st  # noqa: E402
+
 def _ref_lu_panel(W, k, w, piv):
     zero = -1
     end = k + w
@@ -541,9 +544,23 @@ def _panel_cases(rng):
     N[20, 11] = -np.inf
     yield "nan and inf", N
     yield "subnormal", rng.standard_normal((33, 33)) * 2.0 ** -1060
+    yield "tall, several row tiles", rng.standard_normal((600, 72))
+    yield "wide, square panel", rng.standard_normal((24, 300))
+    yield "zero pivot on the way", _zero_pivot_on_the_way(rng, 70, 9)
 
 
-@pytest.mark.parametrize("k, w", [(0, 1), (0, 17), (0, 33), (5, 16), (3, 40), (11, 29)])
+def _zero_pivot_on_the_way(rng, n, z):
+    """``L0 U0`` with dyadic entries (the elimination is exact: no rounding), ``|L0| < 1``
+    below its unit diagonal (no interchange) and ``U0``'s row ``z`` zero: column ``z``
+    becomes exactly zero at step ``z`` (a skipped pivot) while the later ones do not."""
+    L0 = np.tril(rng.integers(-3, 4, (n, n)) / 8.0, -1) + np.eye(n)
+    U0 = np.triu(rng.integers(-4, 5, (n, n)).astype(float)) + 8 * np.eye(n)
+    U0[z] = 0.0
+    return L0 @ U0
+
+
+@pytest.mark.parametrize("k, w", [(0, 1), (0, 17), (0, 33), (5, 16), (3, 40), (11, 29),
+                                  (0, 72), (2, 50)])
 def test_compiled_lu_panel_same_bits_as_numpy(rng, k, w):
     from ozaki.linalg import kernels
     for name, A in _panel_cases(rng):
@@ -557,6 +574,88 @@ def test_compiled_lu_panel_same_bits_as_numpy(rng, k, w):
         assert z1 == z2, name
         assert np.array_equal(p1, p2), name
         assert _same_bits(W1, W2), name
+        if name == "zero pivot on the way" and k == 0 and ww > 9:
+            assert z2 == 9
+
+
+_NAN_PAYLOAD = np.array(0x7FF8000000000123, dtype=np.int64).view(float)[()]  # a larger NaN
+
+
+@pytest.mark.parametrize("base, column, pivot", [
+    (0.5, {0: -np.inf, 10: np.inf}, 0),            # a tie of infinities: the first wins
+    (0.0, {3: -0.0, 30: 2.0 ** -1074}, 30),        # the smallest subnormal beats the zeros
+    (0.0, {3: -0.0, 30: 0.0}, 0),                   # all zero (signed): skipped, no interchange
+    (0.5, {0: np.nan, 4: np.inf}, 0),               # a NaN on the diagonal wins at once
+    (0.5, {5: 1e300, 40: np.nan, 41: np.nan}, 40),  # the first NaN wins, below a huge entry
+    (0.5, {7: -3.0, 9: 3.0, 12: -3.0}, 7),          # ties in magnitude: the first wins
+    (0.5, {5: np.nan, 40: _NAN_PAYLOAD}, 5),        # the first NaN, whatever the payloads
+])
+def test_compiled_lu_panel_pivot_semantics(rng, base, column, pivot):
+    from ozaki.linalg import kernels
+    A = rng.standard_normal((45, 20))
+    A[:, 0] = base
+    for i, v in column.items():
+        A[i, 0] = v
+    W1, W2 = A.copy(), A.copy()
+    p1, p2 = np.arange(20, dtype=np.int32), np.arange(20, dtype=np.int32)
+    with np.errstate(all="ignore"):
+        z1 = _ref_lu_panel(W1, 0, 20, p1)
+    z2 = kernels.lu_panel(W2, 0, 20, p2)
+    assert p2[0] == pivot
+    assert z2 == z1 and np.array_equal(p1, p2) and _same_bits(W1, W2)
+    assert (z2 == 0) == (not np.any(A[:, 0]))
+
+
+def test_compiled_lu_panel_checks_its_panel():
+    from ozaki.linalg import kernels, zkernels
+    piv = np.arange(8, dtype=np.int32)
+    for mod, dtype in ((kernels, float), (zkernels, complex)):
+        W = np.ones((8, 5), dtype=dtype)
+        with pytest.raises(ValueError, match="k=3, w=3 must satisfy"):
+            mod.lu_panel(W, 3, 3, piv)  # past W's last column
+        with pytest.raises(ValueError, match="k=-1"):
+            mod.lu_panel(W, -1, 2, piv)
+        with pytest.raises(ValueError, match="piv must be 1-D with at least k \\+ w = 5"):
+            mod.lu_panel(W, 0, 5, piv[:4])
+        with pytest.raises(ValueError, match="W must be a 2-D array"):
+            mod.lu_panel(W[0], 0, 1, piv)
+        W2 = W.copy()
+        assert mod.lu_panel(W2, 0, 0, piv) == -1 and np.array_equal(W2, W)  # nothing to do
+
+
+def _special(draw_codes, shape, rng):
+    """A random matrix with entries replaced by special values (codes 1..7)."""
+    A = rng.standard_normal(shape)
+    values = [None, 0.0, -0.0, np.inf, -np.inf, np.nan, 2.0 ** -1074, 1e300]
+    for code, pos in draw_codes:
+        if code:
+            A.flat[pos % A.size] = values[code]
+    return A
+
+
+@given(m=st.integers(1, 40), n=st.integers(1, 40), data=st.data(),
+       codes=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 10 ** 6)), max_size=6),
+       seed=st.integers(0, 2 ** 32 - 1), columns=st.sampled_from([None, "zero", "repeated"]))
+def test_compiled_lu_panel_same_bits_as_numpy_property(m, n, data, codes, seed, columns):
+    from ozaki.linalg import kernels
+    rng = np.random.default_rng(seed)
+    A = _special(codes, (m, n), rng)
+    if columns == "zero":
+        A[:, rng.integers(n)] = 0.0
+    elif columns == "repeated" and n > 1:
+        with np.errstate(all="ignore"):  # inf * 0
+            A[:, 1:] = A[:, :1] * rng.integers(-2, 3, (1, n - 1))
+    K = min(m, n)
+    k = data.draw(st.integers(0, K - 1))
+    w = data.draw(st.integers(1, K - k))
+    W1, W2 = A.copy(), A.copy()
+    p1 = np.arange(K, dtype=np.int32)
+    p2 = p1.copy()
+    with np.errstate(all="ignore"):
+        z1 = _ref_lu_panel(W1, k, w, p1)
+    assert kernels.lu_panel(W2, k, w, p2) == z1
+    assert np.array_equal(p1, p2)
+    assert _same_bits(W1, W2)
 
 
 def test_compiled_cholesky_block_same_bits_as_numpy(rng):
@@ -581,10 +680,12 @@ def test_compiled_cholesky_block_same_bits_as_numpy(rng):
     assert _same_bits(D1[low], D2[low])
 
 
-@pytest.mark.parametrize("layout", ["C", "F", "T", "strided"])
+@pytest.mark.parametrize("layout", ["C", "F", "T", "strided", "reversed"])
 def test_compiled_triangular_kernels_same_bits_as_numpy(rng, layout):
+    # q around the kernels' blocks of 64 columns (fewer, one, one more, several with a
+    # remainder), odd and even n (rows go in pairs)
     from ozaki.linalg import kernels
-    for n, q in ((1, 1), (9, 1), (40, 3), (57, 80)):
+    for n, q in ((1, 1), (9, 1), (40, 3), (57, 80), (2, 63), (33, 64), (16, 65), (31, 200)):
         T = rng.standard_normal((n, n)) + 4 * np.eye(n)
         T[np.arange(n), np.arange(n)] *= 10.0 ** rng.uniform(-3, 3, n)
         B0 = rng.standard_normal((n, q)) * 10.0 ** rng.uniform(-50, 50, (n, 1))
@@ -597,6 +698,8 @@ def test_compiled_triangular_kernels_same_bits_as_numpy(rng, layout):
                 B1 = B0.copy()
                 B2 = np.zeros((2 * n, 2 * q))[::2, ::2]
                 B2[...] = B0
+            elif layout == "reversed":  # negative strides
+                B1, B2 = B0.copy(), B0[::-1, ::-1].copy()[::-1, ::-1]
             else:
                 B1, B2 = B0.copy(), B0.copy()
             if lower:
@@ -618,3 +721,25 @@ def test_compiled_triangular_kernels_same_bits_as_numpy(rng, layout):
         _ref_lower_solve(T, B1, False)
     kernels.lower_solve(T, B2, False)
     assert _same_bits(B1, B2)
+
+
+@pytest.mark.parametrize("lower, unit", [(True, True), (True, False), (False, False)])
+def test_compiled_triangular_kernels_same_bits_on_any_thread_count(rng, lower, unit):
+    # large enough for the pass threads (n^2 q >= 2^22), a last block of 44 columns
+    from ozaki.backends.cpu import parallel
+    from ozaki.linalg import kernels
+    n, q = 128, 300
+    T = rng.standard_normal((n, n)) + 4 * np.eye(n)
+    B0 = rng.standard_normal((n, q))
+    B0[5, 7], B0[100, 299] = np.inf, np.nan
+    B1 = B0.copy()
+    with np.errstate(all="ignore"):
+        (_ref_lower_solve if lower else _ref_upper_solve)(T, B1, unit)
+    for threads in (1, 2, 3):
+        B2 = np.asfortranarray(B0) if threads == 3 else B0.copy()
+        with parallel.limit(threads):
+            if lower:
+                kernels.lower_solve(T, B2, unit)
+            else:
+                kernels.upper_solve(T, B2, unit)
+        assert _same_bits(B1, np.ascontiguousarray(B2)), threads

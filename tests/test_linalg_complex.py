@@ -546,9 +546,17 @@ def _complex_panels(rng):
     N[9, 3] = complex(np.inf, 0)
     N[20, 11] = complex(-np.inf, 1)
     yield "nan and inf", N
+    yield "tall, several row tiles", crandom(rng, 300, 40)
+    yield "wide, square panel", crandom(rng, 20, 120)
+    C = crandom(rng, 30, 30)
+    C[:, 0] = 0
+    C[4, 0], C[9, 0] = complex(1, -2), complex(-2, 1)  # a cabs1 tie: the first wins
+    C[:, 1] = complex(0.0, -0.0)
+    C[17, 1] = complex(np.nan, 0)  # after step 0, a NaN part in column 1 wins
+    yield "cabs1 ties and NaN parts", C
 
 
-@pytest.mark.parametrize("k, w", [(0, 1), (0, 17), (0, 33), (5, 16), (11, 29)])
+@pytest.mark.parametrize("k, w", [(0, 1), (0, 17), (0, 33), (5, 16), (11, 29), (0, 40)])
 def test_compiled_complex_lu_panel_same_bits_as_numpy(rng, k, w):
     from ozaki.linalg import zkernels
     for name, A in _complex_panels(rng):
@@ -573,15 +581,18 @@ def test_compiled_complex_cholesky_and_solves_same_bits_as_numpy(rng):
             zkernels.cholesky_block(D, 0)
             low = np.tril(np.ones((n, n), dtype=bool))
             assert _same(D[low], Dr[low], Di[low])
-    for n, q in ((1, 1), (9, 2), (40, 3), (57, 80)):
+    # q around the kernels' blocks of 32 columns, odd and even n (rows go in pairs)
+    for n, q in ((1, 1), (9, 2), (40, 3), (57, 80), (2, 31), (16, 32), (13, 33), (20, 70)):
         T = crandom(rng, n) + 4 * np.eye(n)
         T[np.arange(n), np.arange(n)] *= 10.0 ** rng.uniform(-3, 3, n) * np.exp(
             1j * rng.uniform(0, 2 * np.pi, n))
         B0 = crandom(rng, n, q) * 10.0 ** rng.uniform(-50, 50, (n, 1))
         for (lower, unit), layout in itertools.product(
-                itertools.product((True, False), (True, False)), ("C", "F", "strided")):
+                itertools.product((True, False), (True, False)),
+                ("C", "F", "strided", "reversed")):
             Br, Bi = B0.real.copy(), B0.imag.copy()
-            B = {"C": B0.copy(), "F": np.asfortranarray(B0)}.get(layout)
+            B = {"C": B0.copy(), "F": np.asfortranarray(B0),
+                 "reversed": B0[::-1, ::-1].copy()[::-1, ::-1]}.get(layout)
             if B is None:
                 B = np.zeros((2 * n, 2 * q), dtype=complex)[::2, ::2]
                 B[...] = B0
@@ -591,3 +602,22 @@ def test_compiled_complex_cholesky_and_solves_same_bits_as_numpy(rng):
             else:
                 zkernels.upper_solve(T, B, unit)
             assert _same(B, Br, Bi), (n, q, lower, unit, layout)
+
+
+def test_compiled_complex_solves_same_bits_on_any_thread_count(rng):
+    # large enough for the pass threads (n^2 q >= 2^20), a last block of 12 columns
+    from ozaki.backends.cpu import parallel
+    from ozaki.linalg import zkernels
+    n, q = 64, 300
+    T = crandom(rng, n) + 4 * np.eye(n)
+    B0 = crandom(rng, n, q)
+    B0[3, 4] = complex(np.inf, 1)
+    for lower, unit in ((True, True), (False, False)):
+        Br, Bi = B0.real.copy(), B0.imag.copy()
+        with np.errstate(all="ignore"):
+            _ref_solve(T.real, T.imag, Br, Bi, lower, unit)
+        for threads in (1, 2, 3):
+            B = np.asfortranarray(B0) if threads == 3 else B0.copy()
+            with parallel.limit(threads):
+                (zkernels.lower_solve if lower else zkernels.upper_solve)(T, B, unit)
+            assert _same(B, Br, Bi), (lower, threads)
