@@ -3,9 +3,11 @@ LU at a reduced count of moduli (:mod:`ozaki.linalg.precision`), refined in FP64
 the componentwise backward error meets ``tol``, as LAPACK's xGERFS. Theory, the
 criterion and the defaults: docs/linalg.rst, "Mixed-precision refinement".
 
-Determinism: the factors are :func:`~ozaki.linalg.lu_factor`'s (its kernels); every
-product is :func:`ozaki.gemm`'s (residuals; ``|A||x|``, on one ``|A|`` for the call;
-``||A||_inf`` as ``|A| 1``; GMRES's products with ``A``); GMRES-IR
+Determinism: the factors are :func:`~ozaki.linalg.lu_factor`'s (its kernels); the
+corrections are substitutions with them in the same kernels
+(:func:`~ozaki.linalg.lu.substitute`); every product with ``A`` is :func:`ozaki.gemm`'s
+(residuals, GMRES's products); ``|A||x|`` and ``||A||_inf`` (as ``|A| 1``) are sums of
+non-negative terms in a fixed order (the backends' ``abs_product``); GMRES-IR
 (:mod:`ozaki.linalg.gmres`) fixes its bits by the same argument; maxima are exact,
 other array arithmetic is elementwise. No numpy BLAS call makes a result bit: the bits
 depend only on the inputs, the arguments and the product options, not on the thread
@@ -25,13 +27,14 @@ import numpy as np
 
 from ..api.facts import resolve_options
 from ..api.front import gemm
+from ..backends import get_backend
 from ..core.moduli import auto_num_moduli
 from .arguments import (DEFAULT_BLOCK_SIZE, block_size_of, matrix, product_options, rhs,
                         same_kind, solve_dtype)
 from .gmres import gmres_budget, gmres_ir
 from .info import LinalgInfo, Recorder
 from .lu import factor as lu_in_place
-from .lu import solve_factored
+from .lu import substitute
 from .precision import U, moduli_for_precision, unit_roundoff
 
 __all__ = ["solve_refined", "RefinementInfo", "DEFAULT_FACTOR_PRECISION", "DEFAULT_TOL",
@@ -148,15 +151,25 @@ class _Refiner:
 
     def __init__(self, A, B, nb, opts, info):
         self.A, self.B, self.nb, self.opts, self.info = A, B, nb, opts, info
-        self.abs_a, self.abs_b = _mag(A), _mag(B)  # exact for real entries; one |A|
-        ones = np.ones((A.shape[0], 1))
-        self.a_norm = float(np.max(gemm(self.abs_a, ones, **opts), initial=0.0))
+        # |A| as it is read: real entries take |.| inside the sums, complex ones cabs1
+        self.abs_a = _mag(A) if np.iscomplexobj(A) else A
+        self.abs_b = _mag(B)
+        self.a_norm = float(np.max(self.abs_times(np.ones((A.shape[0], 1))), initial=0.0))
         self.safe1 = (A.shape[0] + 1) * SAFE_MIN  # LAPACK's SAFE1, exact
         self.budget = gmres_budget(A.shape[0])  # Krylov iterations left
         self.X, self.R, self.omega, self.eta = np.zeros_like(B), None, None, None
 
     def _add(self, phase, t):
         self.info.seconds[phase] += time.perf_counter() - t
+
+    def abs_times(self, X):
+        """``fl(|A| |X|)`` (n, q): non-negative terms added in order of the column index
+        (the compiled passes' ``abs_product``; every backend gives the same bits),
+        relative error at most
+        ``gamma_n = n u / (1 - n u)`` per entry, away from underflow."""
+        out = np.empty((1, self.A.shape[0], X.shape[1]))
+        get_backend("cpu").abs_product(self.abs_a[None], X[None], out)
+        return out[0]
 
     def product(self, X):
         """``A X`` by the FP64-grade product."""
@@ -172,7 +185,7 @@ class _Refiner:
         with np.errstate(all="ignore"):
             R = self.B[:, cols] - self.product(X)
             r = _mag(R)
-            den = gemm(self.abs_a, abs_x, **self.opts) + abs_b + self.safe1
+            den = self.abs_times(abs_x) + abs_b + self.safe1
             omega, r = np.max(r / den, axis=0, initial=0.0), np.max(r, axis=0, initial=0.0)
             norm = (self.a_norm * np.max(abs_x, axis=0, initial=0.0)
                     + np.max(abs_b, axis=0, initial=0.0))  # ||A|| ||x|| + ||b||
@@ -188,12 +201,11 @@ class _Refiner:
             out.append(float(max(np.max(new), np.max(kept, where=rest, initial=0.0))))
 
     def solve(self, LU, piv, R, phase="correction"):
-        """``(LU)^-1 R``, a new array, with the full-count products."""
+        """``(LU)^-1 R``, a new array, by substitution (:func:`~ozaki.linalg.lu.substitute`)."""
         t = time.perf_counter()
         X = np.array(R, copy=True)
         with np.errstate(all="ignore"):
-            solve_factored(LU, piv, X, 0, self.nb, Recorder("lu_solve", LU.shape, self.nb,
-                                                            self.opts))
+            substitute(LU, piv, X)
         if phase:
             self._add(phase, t)
         return X
