@@ -497,3 +497,21 @@ def test_zero_pivot_at_the_reduced_count_only_falls_back(scheme):
     assert info.backward_errors[0] == info.componentwise_backward_errors[0] == 1.0  # x = 0
     assert info.factor_num_moduli == count
     check_solution(A, x, b, info)
+
+
+@pytest.mark.compensated
+def test_residuals_in_row_blocks_change_no_bit(rng, monkeypatch):
+    """Residual products cut into blocks of rows (each on the small-product path) give
+    the bits of the uncut product on that path: the whole solve is bitwise the same."""
+    from ozaki.core import compensated
+    from ozaki.core.kind import REAL
+    A, b = hpl_matrix(rng, 150), rng.uniform(-0.5, 0.5, (150, 2))
+    whole, info = ol.solve_refined(A, b, block_size=32, return_info=True)
+    assert info.residual_num_moduli == 0  # the small-product path, uncut
+    monkeypatch.setattr(compensated, "SMALL_WORK", 150 * 2 * 7)  # blocks of 7 rows
+    assert compensated.rows_per_product(2, 150, REAL) == 7
+    with compensated.enabled(False):
+        assert compensated.rows_per_product(2, 150, REAL) == 0
+    cut, info_cut = ol.solve_refined(A, b, block_size=32, return_info=True)
+    assert np.array_equal(cut, whole) and info_cut.steps == info.steps
+    assert info_cut.componentwise_backward_errors == info.componentwise_backward_errors

@@ -94,6 +94,15 @@ def enabled(on: bool) -> contextlib.AbstractContextManager:
     return scoped(_local, "on", on)
 
 
+def rows_per_product(n: int, k: int, kind: Kind) -> int:
+    """The most rows of ``A`` with which an ``(m, k) @ (k, n)`` product still takes this
+    path on the calling thread (``num_moduli="auto"``, operands not prepared): 0 when
+    not even one row does, or when the thread turned the path off."""
+    if not getattr(_local, "on", True):
+        return 0
+    return SMALL_WORK // max(1, n * k * kind.work)
+
+
 def applies(opts, prepared: bool, m: int, n: int, k: int, kind: Kind) -> bool:
     """Whether a product of shape (m, k) @ (k, n) takes this path.
 

@@ -28,6 +28,8 @@ import numpy as np
 from ..api.facts import resolve_options
 from ..api.front import gemm
 from ..backends import get_backend
+from ..core import compensated
+from ..core.kind import kind_of
 from ..core.moduli import auto_num_moduli
 from .arguments import (DEFAULT_BLOCK_SIZE, block_size_of, matrix, product_options, rhs,
                         same_kind, solve_dtype)
@@ -172,10 +174,27 @@ class _Refiner:
         return out[0]
 
     def product(self, X):
-        """``A X`` by the FP64-grade product."""
-        P, pinfo = gemm(self.A, X, return_info=True, **self.opts)
-        self.info.residual_num_moduli = int(pinfo.num_moduli)
-        return P
+        """``A X`` by the FP64-grade product, in blocks of rows of at most
+        :data:`~ozaki.core.compensated.SMALL_WORK` terms when that is one row or more
+        (:func:`~ozaki.core.compensated.rows_per_product`).
+
+        Each block then takes the small-product path (Dot2, one pass over its rows of
+        ``A``; :mod:`ozaki.core.compensated`), which meets the same bound; at one column
+        the emulation would form residues of all of ``A`` for every modulus (at
+        ``n = 8192``, 1.7 s a residual against 0.2 s). On that path an entry's bits
+        depend on its row of ``A`` and on ``X`` only, so the blocks change no bit.
+        """
+        n, k = self.A.shape
+        cplx = np.iscomplexobj(self.A) or np.iscomplexobj(X)
+        rows = compensated.rows_per_product(X.shape[1], k, kind_of(cplx))
+        step = rows if 1 <= rows < n else n  # one product when a row is too much, or all fit
+        parts = []
+        for i0 in range(0, n, step):
+            Pi, pinfo = gemm(self.A[i0:i0 + step], X, return_info=True, **self.opts)
+            parts.append(Pi)
+        self.info.residual_num_moduli = (0 if pinfo.path == "compensated"
+                                         else int(pinfo.num_moduli))
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def residual(self, X, cols):
         """``fl(B - A X)`` on columns ``cols`` of ``B``, and each column's componentwise
