@@ -243,15 +243,18 @@ class Refinement:
         sig, ta = sigma[self.rows], tau[self.cols]
         de = (self.e - e[self.rows])[:, None]  # fine units are 2**-(e' + f')
         df = (self.f - f[self.cols])[None, :]
-        coarse_T = (np.ldexp(1.0, -sig)[:, None] * (self.cF[None, :] + self.c)
-                    + np.ldexp(1.0, -ta)[None, :] * (self.rF[:, None] + self.c))
-        T = np.minimum(np.ldexp(coarse_T, de + df), 2.0 * self.U)
-        ps = np.ldexp(1.0, -(sig[:, None] - de))  # 2**-(s - e')
-        pt = np.ldexp(1.0, -(ta[None, :] - df))
-        ef = self.e[:, None] + self.f[None, :]
-        sub = np.ldexp(1.0, np.maximum(ef - 1075, -100))
-        num = ((T + (ps * pt) * plan.rounding) + 2 * plan.gamma2 * self.U
-               + sub) * _SAFETY
+        # a term that overflows (exponents near the ends of the range) is inf: the entry
+        # then fails, which is the conservative outcome
+        with np.errstate(over="ignore"):
+            coarse_T = (np.ldexp(1.0, -sig)[:, None] * (self.cF[None, :] + self.c)
+                        + np.ldexp(1.0, -ta)[None, :] * (self.rF[:, None] + self.c))
+            T = np.minimum(np.ldexp(coarse_T, de + df), 2.0 * self.U)
+            ps = np.ldexp(1.0, -(sig[:, None] - de))  # 2**-(s - e')
+            pt = np.ldexp(1.0, -(ta[None, :] - df))
+            ef = self.e[:, None] + self.f[None, :]
+            sub = np.ldexp(1.0, np.maximum(ef - 1075, -100))
+            num = ((T + (ps * pt) * plan.rounding) + 2 * plan.gamma2 * self.U
+                   + sub) * _SAFETY
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # inf: fails
             fine = np.where(self.U == 0, 0.0,
                             np.where(self.G > 0, num / (U * self.G), np.inf))

@@ -110,13 +110,21 @@ def _pivot(x):
     return 0
 
 
+@_inline
+def column_major(h, w):
+    """An uninitialised (h, w) float64 panel in column-major order (a view of a taller
+    buffer): each column an odd number of 64-byte cache lines, so that panels of
+    h = 4096, 2048, ... rows get no power-of-two stride."""
+    ld = (h + 7) // 8 * 8
+    ld += 8 * (1 - ld // 8 % 2)
+    return np.empty((w, ld)).T[:h]
+
+
 @_jit
 def _lu_panel(W, k, w, piv):
     m, n = W.shape
     h = m - k
-    ld = (h + 7) // 8 * 8  # an odd number of cache lines per column: no power-of-two stride
-    ld += 8 * (1 - ld // 8 % 2)
-    P = np.empty((w, ld)).T  # column-major; rows h..ld-1 are padding, never read
+    P = column_major(h, w)  # rows h.. are padding, never read
     for i0 in range(0, h, 8):  # by strips of 8 rows (a transposition)
         for c in range(w):
             for i in range(i0, min(i0 + 8, h)):

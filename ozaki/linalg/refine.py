@@ -167,8 +167,8 @@ class _Refiner:
     def abs_times(self, X):
         """``fl(|A| |X|)`` (n, q): non-negative terms added in order of the column index
         (the compiled passes' ``abs_product``; every backend gives the same bits),
-        relative error at most
-        ``gamma_n = n u / (1 - n u)`` per entry, away from underflow."""
+        relative error at most ``gamma_n = n u / (1 - n u)`` per entry, away from
+        underflow."""
         out = np.empty((1, self.A.shape[0], X.shape[1]))
         get_backend("cpu").abs_product(self.abs_a[None], X[None], out)
         return out[0]
@@ -331,9 +331,10 @@ def solve_refined(a: Any, b: Any, *, tol: float | None = None,
     ``a`` is factored as :func:`~ozaki.linalg.lu_factor` does, with its products at
     :func:`~ozaki.linalg.moduli_for_precision` ``(factor_precision, scheme, block_size)``
     moduli, in fast mode (:data:`FACTOR_MODE`: uncertified by design, they need no
-    componentwise certificate) on the resolved ``scheme``; then, in FP64, residuals ``r = b - a x`` by :func:`ozaki.gemm` (FP64-grade)
-    and corrections from the reduced factors (classical, or GMRES-IR: GMRES
-    preconditioned by them) until every column's componentwise backward error
+    componentwise certificate) on the resolved ``scheme``; then, in FP64, residuals
+    ``r = b - a x`` by :func:`ozaki.gemm` (FP64-grade) and corrections from the reduced
+    factors (classical, or GMRES-IR: GMRES preconditioned by them) until every column's
+    componentwise backward error
     ``omega = max_i |r_i| / (|a||x| + |b| + s)_i`` (``s = (n + 1) 2**-1022``: LAPACK's
     xGERFS criterion) is at most ``tol``. A step gaining less than a bit stalls
     (``"auto"`` then turns to GMRES); without convergence in ``max_iter`` steps, ``a``

@@ -35,7 +35,7 @@ import numba as nb
 import numpy as np
 
 from ..backends.cpu import parallel
-from .kernels import check_panel
+from .kernels import check_panel, column_major
 
 __all__ = ["lu_panel", "cholesky_block", "unit_lower_solve", "lower_solve", "upper_solve",
            "first_zero"]
@@ -126,10 +126,8 @@ def _lu_panel(W, k, w, piv):
     # division by Smith's algorithm
     m, n = W.shape
     h = m - k
-    ld = (h + 7) // 8 * 8  # an odd number of cache lines per column
-    ld += 8 * (1 - ld // 8 % 2)
-    Pr = np.empty((w, ld)).T
-    Pi = np.empty((w, ld)).T
+    Pr = column_major(h, w)
+    Pi = column_major(h, w)
     for i0 in range(0, h, 8):
         for c in range(w):
             for i in range(i0, min(i0 + 8, h)):
