@@ -47,8 +47,8 @@ class Iterates:
     column of ``B``), its products and solves, timed into its
     :class:`~ozaki.linalg.RefinementInfo`."""
 
-    def __init__(self, A, B, nb, opts, info):
-        self.A, self.B, self.nb, self.opts, self.info = A, B, nb, opts, info
+    def __init__(self, A, B, opts, info):
+        self.A, self.B, self.opts, self.info = A, B, opts, info
         # |A| as it is read: real entries take |.| inside the sums, complex ones cabs1
         self.abs_a = mag(A) if np.iscomplexobj(A) else A
         self.abs_b = mag(B)

@@ -146,14 +146,12 @@ def _swaps(X: np.ndarray, piv: np.ndarray, reverse: bool) -> None:
     The interchanges are composed on an index vector first (integers), then ``X``'s
     rows are moved once: the same rows in the same places as interchanging them step
     by step (no arithmetic: the bits are those of the rows)."""
-    order = range(len(piv) - 1, -1, -1) if reverse else range(len(piv))
+    pivots = piv.tolist()
     rows = list(range(X.shape[0]))
-    moved = False
-    for i, p in zip(order, piv[::-1].tolist() if reverse else piv.tolist()):
-        if p != i:
-            rows[i], rows[p] = rows[p], rows[i]
-            moved = True
-    if moved:
+    for i in (range(len(pivots) - 1, -1, -1) if reverse else range(len(pivots))):
+        p = pivots[i]
+        rows[i], rows[p] = rows[p], rows[i]
+    if any(p != i for i, p in enumerate(pivots)):
         X[...] = X[rows]
 
 

@@ -150,7 +150,7 @@ def _warn(message: str) -> None:
 
 def _refine(A, B, nb, f_opts, opts, method, limit, tol, info):
     """The refined solution (K columns); ``info`` records how."""
-    ref = Iterates(A, B, nb, opts, info)
+    ref = Iterates(A, B, opts, info)
     LU, piv, zero, info.factor_info = _factor(A, nb, f_opts, info)
     if zero < 0:  # else an exact zero pivot at the reduced count: the full count, from x = 0
         ref.X[:] = ref.solve(LU, piv, B)
