@@ -32,6 +32,11 @@ def _warm():
     for scheme, engine in (("fp64", "auto"), ("int8", "auto"), ("fp8", "cpu-fp8")):
         ozaki.dgemm(A, B, mode="fast", scheme=scheme, engine=engine)
     ozaki.dgemm(A, B * 1e300, mode="fast")
+    from ozaki.distributed import panel
+    from ozaki.linalg import lu_factor
+    lu_factor(A, block_size=4)
+    panel._candidate(A.view(np.int64), 0, 0)
+    panel._eliminate(A.copy(), 1, 0, A[0], True)
 
 
 def launch(script: str, n: int = 4, timeout: int = 420) -> str:
@@ -61,6 +66,19 @@ def test_dgemm_bitwise_equal_to_serial_on_every_grid():
     part = next(x for x in out.splitlines() if x.startswith("ok partial refinement fp64")
                 and "mode=accurate" in x)
     assert "refined=(0, 0)" not in part and "refined=(40, 40)" not in part  # a sub-block
+
+
+@pytest.mark.slow
+def test_lu_bitwise_equal_to_serial_on_every_grid():
+    out = launch("check_lu.py")
+    assert "ALL OK" in out
+    for grid in ("(2, 2)", "(1, 4)", "(4, 1)", "(1, 1)", "(2, 1)", "(1, 2)"):
+        assert f"ok square grid={grid}" in out
+    for name in ("tall", "wide", "singular", "row scaled int8", "column scaled fast",
+                 "small products underflow"):
+        assert f"ok {name} grid=" in out
+    emulated = [x for x in out.splitlines() if "emulated=0" not in x and x.startswith("ok")]
+    assert len(emulated) >= 15  # the emulated path, not only the small-product one
 
 
 @pytest.mark.slow

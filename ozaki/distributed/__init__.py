@@ -10,12 +10,16 @@ never imports it.
 >>> C = distributed.dgemm(A, B)       # the bits of ozaki.dgemm    # doctest: +SKIP
 >>> C_whole = distributed.gather(C)   # on rank 0                  # doctest: +SKIP
 >>> C_native = distributed.summa(A, B)  # native FP64: bits depend on the grid # doctest: +SKIP
+>>> D = distributed.scatter(A_on_root, grid, block_size=256)      # doctest: +SKIP
+>>> lu, piv = distributed.lu_factor(D)  # the bits of ozaki.linalg.lu_factor # doctest: +SKIP
 """
 
+from .cyclic import CyclicMatrix
 from .emulated import dgemm, zgemm
+from .lu import lu_factor, lu_solve
 from .modular import panels
 from .layout import DistributedMatrix, Grid, bounds, gather, make_grid, scatter
 from .native import SummaInfo, summa
 
 __all__ = ["Grid", "make_grid", "DistributedMatrix", "scatter", "gather", "bounds", "dgemm",
-           "zgemm", "panels", "summa", "SummaInfo"]
+           "zgemm", "panels", "summa", "SummaInfo", "CyclicMatrix", "lu_factor", "lu_solve"]

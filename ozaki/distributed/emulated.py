@@ -192,8 +192,8 @@ def _product(A, B, grid, shape, opts, panel, return_info, bounds, kind, MPI):
             return decide_accurate(A, B, oa, ob, la, lb, opts, panel, kind, tr)
         na = norm_data(oa, la, Ke, backend, grid.row, MPI, tr)
         nb = norm_data(ob, lb, Ke, backend, grid.col, MPI, tr)
-        return decide_fast(grid, la, na, lb, nb, Ke, opts, MPI, (m0, m1), (n0, n1), kind,
-                           tr)
+        return decide_fast(grid, la, na, lb, nb, Ke, opts, MPI, np.arange(m0, m1),
+                           np.arange(n0, n1), kind, tr)
 
     dec = decide(opts)
     wide = widened(opts, dec)  # as serial: the counts of uncertified entries are global

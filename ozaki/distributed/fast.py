@@ -45,10 +45,12 @@ def norm_data(op: Operand, lines: decisions.Lines, k: int, backend, comm, MPI, t
     return decisions.Norms(h, S2, S1)
 
 
-def _everyone(comm, parts: list[np.ndarray], tr) -> list[np.ndarray]:
-    """Each array of ``parts`` (1, lines) concatenated over ``comm``'s ranks, in rank order."""
-    got = allgather(comm, parts, tr)
-    return [np.concatenate([g[i] for g in got], axis=-1) for i in range(len(parts))]
+def _everyone(comm, parts: list[np.ndarray], index: np.ndarray, tr) -> list[np.ndarray]:
+    """Each array of ``parts`` (1, lines) joined over ``comm``'s ranks, in the order of the
+    lines' global ``index`` (this rank's lines; every line held by one rank of ``comm``)."""
+    got = allgather(comm, parts + [index[None]], tr)
+    order = np.argsort(np.concatenate([g[-1][0] for g in got]), kind="stable")
+    return [np.concatenate([g[i] for g in got], axis=-1)[:, order] for i in range(len(parts))]
 
 
 def _cut(nw: Normwise, idx: np.ndarray) -> Normwise:
@@ -58,13 +60,18 @@ def _cut(nw: Normwise, idx: np.ndarray) -> Normwise:
 def decide_fast(grid, la, na_rows, lb, nb_cols, k, opts, MPI, rows, cols, kind, tr):
     """The whole product's fast-mode decision, restricted to this rank's block.
 
-    For a complex product the columns are the real embedding's ``[Re | Im]``: the
-    block's are ``cols`` and ``N + cols``.
+    ``grid`` joins the blocks (:class:`~ozaki.distributed.Grid`, or any object with its
+    ``row``, ``col`` and ``comm``: the ranks holding this block's rows, its columns, every
+    block); ``rows`` and ``cols`` are the global indices of the block's rows and
+    columns (ranges for the block layout; any increasing indices, as a block-cyclic
+    layout's). For a complex product the columns are the real embedding's ``[Re | Im]``:
+    the block's are ``cols`` and ``N + cols``.
     """
-    m_lines = _everyone(grid.col, [la.maxbits, la.bad, la.nnz], tr)  # rows of every block row
-    n_lines = _everyone(grid.row, [lb.maxbits, lb.bad, lb.nnz], tr)
-    m_norms = _everyone(grid.col, [na_rows.S2, na_rows.S1], tr)
-    n_norms = _everyone(grid.row, [nb_cols.S2, nb_cols.S1], tr)
+    rows, cols = (np.asarray(x, np.int64) for x in (rows, cols))
+    m_lines = _everyone(grid.col, [la.maxbits, la.bad, la.nnz], rows, tr)  # every row
+    n_lines = _everyone(grid.row, [lb.maxbits, lb.bad, lb.nnz], cols, tr)
+    m_norms = _everyone(grid.col, [na_rows.S2, na_rows.S1], rows, tr)
+    n_norms = _everyone(grid.row, [nb_cols.S2, nb_cols.S1], cols, tr)
     LA, LB = decisions.Lines(*m_lines), decisions.Lines(*n_lines)
     na = decisions.Norms(na_rows.h, *m_norms).normwise(LA)
     nbn = decisions.Norms(nb_cols.h, *n_norms)
@@ -76,19 +83,15 @@ def decide_fast(grid, la, na_rows, lb, nb_cols, k, opts, MPI, rows, cols, kind, 
     start = auto_num_moduli(opts.scheme, k)
     whole = decisions.decide_fast(replace(opts, policy="none", want_bound=False), na, nb, 1,
                                   start)
-    (r0, r1), (c0, c1) = rows, cols
-    idx = np.arange(c0, c1)
-    if kind.complex:
-        idx = np.concatenate((idx, N + idx))
-    s, t = whole.s[:, r0:r1], whole.t[:, idx]
+    idx = np.concatenate((cols, N + cols)) if kind.complex else cols
+    s, t = whole.s[:, rows], whole.t[:, idx]
     mask = bound = None
     max_ratio, uncertified = whole.max_ratio, whole.uncertified
     if (uncertified.any() and opts.policy != "none") or opts.want_bound:
         H, R, g2 = plan_terms(opts.scheme, whole.counts)
-        ratio = np.empty((1, r1 - r0, len(idx)))
+        ratio = np.empty((1, len(rows), len(idx)))
         bound = np.empty_like(ratio) if opts.want_bound else None
-        fails = normwise_entries(_cut(na, np.arange(r0, r1)), _cut(nb, idx), s, t, R, g2,
-                                 ratio, bound)
+        fails = normwise_entries(_cut(na, rows), _cut(nb, idx), s, t, R, g2, ratio, bound)
         local_max = np.array([ratio.max(initial=0.0)])
         allreduce(grid.comm, local_max, MPI.MAX, tr)
         fails = np.ascontiguousarray(fails, dtype=np.int64)
@@ -96,5 +99,3 @@ def decide_fast(grid, la, na_rows, lb, nb_cols, k, opts, MPI, rows, cols, kind, 
         max_ratio, uncertified, mask = local_max, fails, ratio > 1
     return decisions.Decision(whole.counts, s, t, mask, bound, max_ratio, uncertified,
                               "normwise")
-
-

@@ -147,13 +147,19 @@ class DistributedMatrix:
         return int(b[self.grid.q]), int(b[self.grid.q + 1])
 
 
-def scatter(A: Any, grid: Grid, root: int = 0, shape: tuple[int, int] | None = None
-            ) -> DistributedMatrix:
+def scatter(A: Any, grid: Grid, root: int = 0, shape: tuple[int, int] | None = None, *,
+            block_size: int | None = None):
     """Distribute the matrix ``A`` held by ``root`` (other ranks pass ``None`` and ``shape``
     or ``None``: the shape is broadcast).
 
-    Returns this rank's :class:`DistributedMatrix` (a copy; ``A`` is not modified).
+    Returns this rank's :class:`DistributedMatrix` (a copy; ``A`` is not modified); with
+    ``block_size``, its :class:`~ozaki.distributed.CyclicMatrix` of the block-cyclic
+    layout in ``block_size`` blocks (:mod:`ozaki.distributed.cyclic`), the layout of the
+    factorisations.
     """
+    if block_size is not None:
+        from .cyclic import scatter_cyclic
+        return scatter_cyclic(A, grid, block_size, root)
     comm = grid.comm
     error = None
     if comm.Get_rank() == root:
@@ -172,8 +178,14 @@ def scatter(A: Any, grid: Grid, root: int = 0, shape: tuple[int, int] | None = N
     return DistributedMatrix(mine, shape, grid)
 
 
-def gather(D: DistributedMatrix, root: int | None = 0) -> np.ndarray | None:
-    """The whole matrix on ``root`` (``None`` elsewhere); ``root=None``: on every rank."""
+def gather(D, root: int | None = 0) -> np.ndarray | None:
+    """The whole matrix on ``root`` (``None`` elsewhere); ``root=None``: on every rank.
+
+    ``D`` is a :class:`DistributedMatrix` or a :class:`~ozaki.distributed.CyclicMatrix`.
+    """
+    from .cyclic import CyclicMatrix, gather_cyclic
+    if isinstance(D, CyclicMatrix):
+        return gather_cyclic(D, root)
     return assemble(D.grid.comm, D.local, _blocks(D.shape, D.grid), D.shape, root)
 
 
@@ -188,22 +200,35 @@ def _blocks(shape: tuple[int, int], grid: Grid):
     return block
 
 
+def _extent(s) -> int:
+    return int(s.stop - s.start) if isinstance(s, slice) else len(s)
+
+
+def index(block: tuple):
+    """A block's index into the whole array: its slices, or the open mesh of its index
+    arrays (a block-cyclic block, :mod:`ozaki.distributed.cyclic`)."""
+    if all(isinstance(s, slice) for s in block):
+        return block
+    return np.ix_(*(np.arange(s.start, s.stop) if isinstance(s, slice) else s for s in block))
+
+
 def send_blocks(comm, A: np.ndarray | None, block, root: int, dtype) -> np.ndarray:
     """This rank's block ``A[block(rank)]`` of the array ``A`` held by ``root`` (a copy).
 
-    ``block(r)`` gives rank ``r``'s index as a tuple of slices with explicit bounds;
+    ``block(r)`` gives rank ``r``'s index as a tuple of slices with explicit bounds or
+    increasing index arrays;
     ``dtype`` is ``A``'s (known on every rank). Point-to-point sends from ``root``.
     """
     rank = comm.Get_rank()
     if rank == root:
         for r in range(comm.Get_size()):
-            piece = np.ascontiguousarray(A[block(r)])
+            piece = np.ascontiguousarray(A[index(block(r))])
             if r == root:
                 mine = piece.copy()
             else:
                 comm.Send(piece, dest=r, tag=7)
         return mine
-    mine = np.empty(tuple(int(s.stop - s.start) for s in block(rank)), dtype)
+    mine = np.empty(tuple(_extent(s) for s in block(rank)), dtype)
     comm.Recv(mine, source=root, tag=7)
     return mine
 
@@ -217,7 +242,7 @@ def assemble(comm, local: np.ndarray, block, shape: tuple, root: int | None) -> 
         return None
     out = np.empty(shape, np.result_type(*blocks))
     for r, piece in enumerate(blocks):
-        out[block(r)] = piece
+        out[index(block(r))] = piece
     return out
 
 

@@ -1,0 +1,103 @@
+"""What the distributed factorisations share: argument checks agreed on every rank, and
+the right-hand sides' layout for the solves."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from ..api.calls import options as resolve_options
+from ..core.pipeline import Options
+from .cyclic import CyclicMatrix
+from .layout import agree
+from .traffic import Traffic, gather_blocks
+from .update import Blocks
+
+__all__ = ["Blocks", "agree_factor", "allgather_columns", "ensure_rhs"]
+
+
+def _matrix(x, name: str, check_finite: bool) -> None:
+    """This rank's checks of a :class:`CyclicMatrix` argument."""
+    if not isinstance(x, CyclicMatrix):
+        raise TypeError(f"{name} must be an ozaki.distributed.CyclicMatrix (scatter with "
+                        f"block_size), got {type(x).__name__}")
+    if x.local.dtype != np.float64:
+        raise TypeError(f"{name} must be float64: complex matrices are not distributed yet "
+                        f"(use ozaki.linalg on the whole matrix)")
+    if check_finite and not np.isfinite(x.local).all():
+        raise ValueError(f"{name} must not contain infs or NaNs")
+
+
+def agree_factor(routine: str, a, check_finite: bool, product_options: dict, *,
+                 square: bool = False, b=None, piv=None, trans=0) -> tuple[Options, dict]:
+    """Check the arguments on every rank and agree on them before any other collective.
+
+    ``a`` (and for a solve ``b``, ``piv``, ``trans``) and the product options; each rank
+    checks its own, then :func:`~ozaki.distributed.layout.agree` compares them (global
+    shapes, grids, block sizes, options, the scheme and engine each rank resolved, the
+    pivots' bytes): an error anywhere is raised everywhere. Returns the resolved
+    product :class:`~ozaki.core.pipeline.Options` and the options as given.
+    """
+    if not isinstance(a, CyclicMatrix):  # no communicator to agree on
+        _matrix(a, "lu" if b is not None else "a", check_finite)
+    from ..linalg.arguments import product_options as check_options
+    got = {}
+
+    def check():
+        name = "lu" if b is not None else "a"
+        _matrix(a, name, check_finite)
+        popts = check_options(routine, product_options)
+        opts = resolve_options(popts.get("scheme", "auto"), popts.get("num_moduli", "auto"),
+                               popts.get("mode", "accurate"), popts.get("engine", "auto"),
+                               popts.get("fallback"), False)
+        got["opts"], got["popts"] = opts, popts
+        facts = [a.shape, (a.grid.P, a.grid.Q), a.block_size,
+                 repr(sorted((k, str(v)) for k, v in popts.items())), opts.scheme,
+                 opts.engine.name, opts.backend.name]
+        if square or b is not None:
+            if a.shape[0] != a.shape[1]:
+                raise ValueError(f"{name} must be square, got shape {a.shape}")
+        if b is not None:
+            if isinstance(trans, bool) or trans not in (0, "N", "n"):
+                raise ValueError(f"trans must be 0 ('N'): the distributed solve does "
+                                 f"a x = b only, got {trans!r}")
+            _matrix(b, "b", check_finite)
+            if b.grid.comm is not a.grid.comm or b.block_size != a.block_size:
+                raise ValueError("b must be dealt on lu's grid with lu's block size")
+            if b.shape[0] != a.shape[0]:
+                raise ValueError(f"shapes of lu {a.shape} and b {b.shape} are incompatible")
+            if piv is not None:
+                p = np.asarray(piv)
+                if p.shape != (a.shape[0],) or p.dtype.kind not in "iu":
+                    raise ValueError(f"piv must be an integer array of shape "
+                                     f"{(a.shape[0],)}, got {p.dtype} {p.shape}")
+                if p.size and (p.min() < 0 or p.max() >= a.shape[0]):
+                    raise ValueError("piv must hold row indices of lu")
+                facts.append(hashlib.sha256(p.astype(np.int64).tobytes()).hexdigest())
+            facts += [b.shape, b.block_size]
+        return tuple(facts)
+
+    agree(a.grid.comm, check)
+    return got["opts"], got["popts"]
+
+
+def allgather_columns(b: CyclicMatrix, tr: Traffic) -> np.ndarray:
+    """This rank's rows of ``b`` with every column, in global order (a new C-ordered array,
+    the same on each rank of the process row)."""
+    got = gather_blocks(b.grid.row, b.local, None)
+    tr.add("rhs", b.local.nbytes * (b.grid.Q - 1), b.grid.Q - 1)
+    X = np.empty((b.local.shape[0], b.shape[1]))
+    from .cyclic import cyclic_indices
+    for q, piece in enumerate(got):
+        X[:, cyclic_indices(b.shape[1], b.block_size, b.grid.Q, q)] = piece
+    return X
+
+
+def ensure_rhs(b: CyclicMatrix, X: np.ndarray, overwrite_b: bool) -> CyclicMatrix:
+    """The solution's columns of this rank, dealt as ``b`` (in ``b.local`` if ``overwrite_b``)."""
+    mine = X[:, b.cols]
+    if overwrite_b:
+        b.local[...] = mine
+        return b
+    return CyclicMatrix(np.ascontiguousarray(mine), b.shape, b.grid, b.block_size)

@@ -1,0 +1,259 @@
+"""LU with partial pivoting over a process grid, bitwise equal to serial ``ozaki.linalg``.
+
+:func:`lu_factor` runs serial :func:`ozaki.linalg.lu_factor`'s blocked right-looking
+algorithm on a block-cyclic matrix (:mod:`ozaki.distributed.cyclic`) whose block size
+is the panel width ``nb``. For the panel ``k:e`` (block column ``K = k // nb``, held by
+process column ``K mod Q``; its diagonal block by process row ``K mod P``):
+
+1. **panel**: the owning process column factors it with partial pivoting
+   (:mod:`ozaki.distributed.panel`: one all-gather per column for the pivot);
+2. **broadcast** of the panel's rows along each process row, with the pivots;
+3. **interchanges** of the rows outside the panel (:mod:`ozaki.distributed.rows`:
+   one all-to-all per process column);
+4. ``U12 <- L11^-1 A12`` on the diagonal process row (the serial compiled kernel, whose
+   columns are independent), **broadcast** down each process column;
+5. ``A22 <- A22 - L21 U12`` through :func:`ozaki.distributed.update.product`: each rank
+   multiplies its rows of ``L21`` by its columns of ``U12`` with the count, shifts and
+   certificate the serial product decides over the whole update.
+
+Every step does on each entry the IEEE operations serial ``lu_factor`` does, so the
+factors and the pivots are its bits on any grid (the tests compare them bit for bit).
+:func:`lu_solve` does the same for the blocked triangular solves: the right-hand sides
+are gathered along process rows (every process column holds all of them, for its rows),
+and each block update is a product whose rows are combined over the process column.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from ..api.front import scaled_sum
+from ..core.kind import REAL
+from ..linalg import kernels
+from ..linalg.info import Recorder, result
+from .cyclic import CyclicMatrix, owner
+from .factor import Blocks, agree_factor, allgather_columns, ensure_rhs
+from .panel import factor_panel
+from .rows import composed, move_rows
+from .traffic import Traffic, bcast
+from .update import product
+
+__all__ = ["lu_factor", "lu_solve"]
+
+
+class _Run:
+    """One call's recorder, traffic and product options."""
+
+    def __init__(self, routine, shape, nb, opts, popts):
+        self.rec = Recorder(routine, shape, nb, popts)
+        self.rec.info.seconds["communication"] = 0.0
+        self.tr = Traffic()
+        self.opts = opts
+
+    def comm(self, f, *args):
+        t = time.perf_counter()
+        out = f(*args)
+        self.rec.info.seconds["communication"] += time.perf_counter() - t
+        return out
+
+    def update(self, C, L, U, rows, cols, shape, blocks):
+        """``C <- fl(C - L U)`` in place (``gemm(L, U, C, alpha=-1, beta=1)``'s bits)."""
+        info = self.rec.info
+        t = time.perf_counter()
+        X, inf = product(L, U, rows, cols, shape, blocks, self.opts, REAL, self.tr)
+        scaled_sum(X, -1.0, 1.0, C, C)
+        dt = time.perf_counter() - t
+        info.seconds["updates"] += dt
+        info.products += 1
+        if inf.path == "compensated":
+            info.compensated_products += 1
+        else:
+            info.emulated_products += 1
+            info.emulated_seconds += dt
+
+    def finish(self, value, return_info):
+        out = result(value, self.rec, return_info)
+        if return_info:
+            out[-1].traffic = self.tr
+        return out
+
+
+def lu_factor(a: CyclicMatrix, overwrite_a: bool = False, check_finite: bool = True, *,
+              return_info: bool = False, **product_options):
+    """LU factorisation with partial pivoting of a block-cyclic matrix, as
+    :func:`ozaki.linalg.lu_factor` with ``block_size=a.block_size``, bit for bit.
+
+    Parameters
+    ----------
+    a : CyclicMatrix, global shape (M, N), float64
+        From :func:`ozaki.distributed.scatter` with ``block_size``; its block size is
+        the panel width. Never modified unless ``overwrite_a``.
+    overwrite_a : bool
+        Factor ``a.local`` in place.
+    check_finite : bool
+        Raise ``ValueError`` (on every rank) when any rank holds an inf or NaN.
+    return_info : bool
+        Also return a :class:`~ozaki.linalg.LinalgInfo` of this rank's time per phase
+        (``communication`` among them) with a ``traffic`` attribute
+        (:class:`~ozaki.distributed.traffic.Traffic`: bytes this rank sent, by kind).
+    **product_options
+        ``scheme``, ``num_moduli``, ``mode``, ``engine``, ``fallback``, as serial.
+
+    Returns
+    -------
+    lu : CyclicMatrix
+        The serial ``lu``'s entries, dealt as ``a``.
+    piv : (min(M, N),) ndarray of int32
+        The same on every rank (LAPACK's order, 0-based).
+
+    Warns
+    -----
+    scipy.linalg.LinAlgWarning
+        On every rank, for an exactly zero pivot, as serial.
+
+    Raises
+    ------
+    TypeError, ValueError
+        The same on every rank: not a float64 ``CyclicMatrix``, non-finite values,
+        bad or disagreeing options.
+    """
+    opts, popts = agree_factor("lu_factor", a, check_finite, product_options)
+    M, N = a.shape
+    nb, grid = a.block_size, a.grid
+    run = _Run("lu_factor", a.shape, nb, opts, popts)
+    W = a.local if overwrite_a else a.local.copy()
+    piv, zero = _factor(W, a, run)
+    if zero >= 0:
+        from ..linalg.lu import _linalg_warning
+        warnings.warn(f"Diagonal number {zero + 1} is exactly zero. Singular matrix.",
+                      _linalg_warning(), stacklevel=2)
+    lu_ = CyclicMatrix(W, (M, N), grid, nb)
+    return run.finish((lu_, piv.astype(np.int32)), return_info)
+
+
+def _factor(W: np.ndarray, a: CyclicMatrix, run: _Run) -> tuple[np.ndarray, int]:
+    grid, nb, rec = a.grid, a.block_size, run.rec
+    M, N = a.shape
+    rows, cols = a.rows, a.cols
+    Kmin = min(M, N)
+    piv = np.arange(Kmin, dtype=np.int64)
+    zero = -1
+    for k in range(0, Kmin, nb):
+        w = min(nb, Kmin - k)
+        e = k + w
+        pc, lc = owner(k, nb, grid.Q)  # the panel's process column, its local column
+        pr, lr = owner(k, nb, grid.P)  # the diagonal block's process row, its local row
+        rk = int(np.searchsorted(rows, k))  # this rank's rows at k.., then at e..
+        re_ = int(np.searchsorted(rows, e))
+        ce = int(np.searchsorted(cols, e))
+        # 1. the panel, on its process column
+        panel = np.empty((len(rows) - rk, w))
+        info = np.empty(w + 1, np.int64)
+        if grid.q == pc:
+            with rec.phase("panel"):
+                panel[...] = W[rk:, lc:lc + w]
+                p, z = factor_panel(panel, rows[rk:], k, grid.col, run.tr)
+                W[rk:, lc:lc + w] = panel
+            info[:w], info[w] = p, z
+        # 2. the panel's rows and the pivots along each process row
+        run.comm(bcast, grid.row, panel, pc, run.tr, "panels")
+        run.comm(bcast, grid.row, info, pc, run.tr, "pivots")
+        piv[k:e] = info[:w]
+        if zero < 0 and info[w] >= 0:
+            zero = int(info[w])
+        # 3. the interchanges outside the panel
+        outside = (np.r_[0:lc, lc + w:W.shape[1]] if grid.q == pc else slice(None))
+        with rec.phase("other"):
+            run.comm(move_rows, grid.col, W, rows, composed(info[:w], k), nb, outside, run.tr)
+        if e >= N:
+            continue
+        # 4. U12 on the diagonal process row, down each process column
+        U12 = np.empty((w, len(cols) - ce))
+        if grid.p == pr:
+            with rec.phase("triangular"):
+                kernels.unit_lower_solve(panel[:w], W[lr:lr + w, ce:])
+            U12[...] = W[lr:lr + w, ce:]
+        run.comm(bcast, grid.col, U12, pr, run.tr, "panels")
+        # 5. the trailing update
+        if e < M:
+            run.update(W[re_:, ce:], panel[re_ - rk:], U12, rows[re_:] - e, cols[ce:] - e,
+                       (M - e, N - e, w), grid)
+    return piv, zero
+
+
+def lu_solve(lu_and_piv: tuple, b: CyclicMatrix, trans: int = 0, overwrite_b: bool = False,
+             check_finite: bool = True, *, return_info: bool = False, **product_options):
+    """Solve ``a x = b`` from :func:`lu_factor`'s ``(lu, piv)``: serial
+    :func:`ozaki.linalg.lu_solve`'s bits, with ``block_size=lu.block_size``.
+
+    Parameters
+    ----------
+    lu_and_piv : (CyclicMatrix, ndarray)
+    b : CyclicMatrix, global shape (N, nrhs), on ``lu``'s grid with its block size
+    trans : 0
+        Only ``a x = b`` for now (``ValueError`` otherwise).
+    overwrite_b, check_finite, return_info, **product_options
+        As :func:`lu_factor`.
+
+    Returns
+    -------
+    x : CyclicMatrix, global shape (N, nrhs), dealt as ``b``
+    """
+    lu_, piv = lu_and_piv
+    opts, popts = agree_factor("lu_solve", lu_, check_finite, product_options, square=True,
+                               b=b, piv=piv, trans=trans)
+    nb, grid = lu_.block_size, lu_.grid
+    run = _Run("lu_solve", lu_.shape, nb, opts, popts)
+    X = run.comm(allgather_columns, b, run.tr)  # this rank's rows, every column
+    with run.rec.phase("other"):
+        run.comm(move_rows, grid.col, X, lu_.rows, composed(np.asarray(piv), 0), nb,
+                 slice(None), run.tr)
+    solve_blocks(lu_, X, True, run)
+    solve_blocks(lu_, X, False, run)
+    x = ensure_rhs(b, X, overwrite_b)
+    return run.finish(x, return_info)
+
+
+def solve_blocks(T: CyclicMatrix, X: np.ndarray, lower: bool, run: _Run) -> None:
+    """``X <- T^-1 X`` (unit lower, or upper, triangle of ``T``) as serial ``trsm`` does,
+    ``X`` holding this rank's rows of every column (the same on each process column)."""
+    grid, nb, rec = T.grid, T.block_size, run.rec
+    n = T.shape[0]
+    rows, cols = T.rows, T.cols
+    blocks = Blocks(_self(), grid.col, grid.col)
+    starts = list(range(0, n, nb))
+    for k in (starts if lower else reversed(starts)):
+        e = min(k + nb, n)
+        w = e - k
+        pc, lc = owner(k, nb, grid.Q)
+        pr, lr = owner(k, nb, grid.P)
+        # the block column k:e of T, this rank's rows of it, from its process column
+        col = np.ascontiguousarray(T.local[:, lc:lc + w]) if grid.q == pc else \
+            np.empty((len(rows), w))
+        run.comm(bcast, grid.row, col, pc, run.tr, "panels")
+        Xk = np.empty((w, X.shape[1]))
+        if grid.p == pr:
+            with rec.phase("triangular"):
+                D = col[lr:lr + w]
+                if lower:
+                    kernels.unit_lower_solve(D, X[lr:lr + w])
+                else:
+                    kernels.upper_solve(D, X[lr:lr + w], False)
+            Xk[...] = X[lr:lr + w]
+        run.comm(bcast, grid.col, Xk, pr, run.tr, "panels")
+        if lower and e < n:
+            r = int(np.searchsorted(rows, e))
+            run.update(X[r:], col[r:], Xk, rows[r:] - e, np.arange(X.shape[1]),
+                       (n - e, X.shape[1], w), blocks)
+        elif not lower and k > 0:
+            r = int(np.searchsorted(rows, k))
+            run.update(X[:r], col[:r], Xk, rows[:r], np.arange(X.shape[1]),
+                       (k, X.shape[1], w), blocks)
+
+
+def _self():
+    from mpi4py import MPI
+    return MPI.COMM_SELF
