@@ -18,7 +18,8 @@ from .cyclic import CyclicMatrix
 from .emulated import dgemm, zgemm
 from .lu import lu_factor, lu_solve
 from .modular import panels
-from .layout import DistributedMatrix, Grid, bounds, gather, make_grid, scatter
+from .grid import Grid, make_grid
+from .layout import DistributedMatrix, bounds, gather, scatter
 from .native import SummaInfo, summa
 
 __all__ = ["Grid", "make_grid", "DistributedMatrix", "scatter", "gather", "bounds", "dgemm",

@@ -21,7 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .layout import Grid, assemble, send_blocks
+from .grid import Grid, agree, assemble, send_blocks
 
 __all__ = ["CyclicMatrix", "cyclic_indices", "owner", "scatter_cyclic", "gather_cyclic"]
 
@@ -105,7 +105,6 @@ def scatter_cyclic(A, grid: Grid, block_size: int, root: int = 0) -> CyclicMatri
     ``A``, raises the same error on every rank. Returns this rank's
     :class:`CyclicMatrix` (a copy; ``A`` is not modified).
     """
-    from .layout import agree
     comm = grid.comm
     got = {}
 

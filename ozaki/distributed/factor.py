@@ -10,7 +10,7 @@ import numpy as np
 from ..api.calls import options as resolve_options
 from ..core.pipeline import Options
 from .cyclic import CyclicMatrix
-from .layout import agree
+from .grid import agree
 from .traffic import Traffic, gather_blocks
 from .update import Blocks
 
@@ -34,7 +34,7 @@ def agree_factor(routine: str, a, check_finite: bool, product_options: dict, *,
     """Check the arguments on every rank and agree on them before any other collective.
 
     ``a`` (and for a solve ``b``, ``piv``, ``trans``) and the product options; each rank
-    checks its own, then :func:`~ozaki.distributed.layout.agree` compares them (global
+    checks its own, then :func:`~ozaki.distributed.grid.agree` compares them (global
     shapes, grids, block sizes, options, the scheme and engine each rank resolved, the
     pivots' bytes): an error anywhere is raised everywhere. Returns the resolved
     product :class:`~ozaki.core.pipeline.Options` and the options as given.

@@ -127,9 +127,9 @@ def lu_factor(a: CyclicMatrix, overwrite_a: bool = False, check_finite: bool = T
     W = a.local if overwrite_a else a.local.copy()
     piv, zero = _factor(W, a, run)
     if zero >= 0:
-        from ..linalg.lu import _linalg_warning
+        from ..linalg.lu import linalg_warning
         warnings.warn(f"Diagonal number {zero + 1} is exactly zero. Singular matrix.",
-                      _linalg_warning(), stacklevel=2)
+                      linalg_warning(), stacklevel=2)
     lu_ = CyclicMatrix(W, (M, N), grid, nb)
     return run.finish((lu_, piv.astype(np.int32)), return_info)
 

@@ -45,7 +45,8 @@ from .triangular import trsm
 __all__ = ["lu_factor", "lu_solve", "lu"]
 
 
-def _linalg_warning():
+def linalg_warning() -> type:
+    """scipy.linalg's ``LinAlgWarning`` (``RuntimeWarning`` where scipy is missing)."""
     try:
         from scipy.linalg import LinAlgWarning
     except ImportError:  # pragma: no cover - scipy is a dependency of the tests only
@@ -135,7 +136,7 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True, *,
     piv, zero = factor(W, nb, rec)
     if zero >= 0:
         warnings.warn(f"Diagonal number {zero + 1} is exactly zero. Singular matrix.",
-                      _linalg_warning(), stacklevel=2)
+                      linalg_warning(), stacklevel=2)
     lu_ = W if dt == W.dtype else W.astype(dt)
     return result((lu_, piv), rec, return_info)
 
