@@ -41,17 +41,18 @@ from .rows import composed, move_rows
 from .traffic import Traffic, bcast
 from .update import product
 
-__all__ = ["lu_factor", "lu_solve"]
+__all__ = ["lu_factor", "lu_solve", "native_lu_factor", "native_lu_solve"]
 
 
 class _Run:
-    """One call's recorder, traffic and product options."""
+    """One call's recorder, traffic and product options (``native``: the updates by the
+    BLAS, for the baselines)."""
 
-    def __init__(self, routine, shape, nb, opts, popts):
+    def __init__(self, routine, shape, nb, opts, popts, native=False):
         self.rec = Recorder(routine, shape, nb, popts)
         self.rec.info.seconds["communication"] = 0.0
         self.tr = Traffic()
-        self.opts = opts
+        self.opts, self.native = opts, native
 
     def comm(self, f, *args):
         t = time.perf_counter()
@@ -63,6 +64,11 @@ class _Run:
         """``C <- fl(C - L U)`` in place (``gemm(L, U, C, alpha=-1, beta=1)``'s bits)."""
         info = self.rec.info
         t = time.perf_counter()
+        if self.native:
+            np.subtract(C, L @ U, out=C)
+            info.seconds["updates"] += time.perf_counter() - t
+            info.products += 1
+            return
         X, inf = product(L, U, rows, cols, shape, blocks, self.opts, REAL, self.tr)
         scaled_sum(X, -1.0, 1.0, C, C)
         dt = time.perf_counter() - t
@@ -121,9 +127,23 @@ def lu_factor(a: CyclicMatrix, overwrite_a: bool = False, check_finite: bool = T
         bad or disagreeing options.
     """
     opts, popts = agree_factor("lu_factor", a, check_finite, product_options)
+    run = _Run("lu_factor", a.shape, a.block_size, opts, popts)
+    return _lu_factor(a, overwrite_a, return_info, run)
+
+
+def native_lu_factor(a: CyclicMatrix, overwrite_a: bool = False, check_finite: bool = True,
+                     *, return_info: bool = False):
+    """:func:`lu_factor` with native FP64 updates (the BLAS's ``C - L @ U`` on each rank's
+    block): the baseline of the HPL benchmark, on the same layout with the same panels
+    and messages. Its bits depend on the grid and the BLAS, as any native HPL's."""
+    opts, popts = agree_factor("native_lu_factor", a, check_finite, {})
+    run = _Run("native_lu_factor", a.shape, a.block_size, opts, popts, native=True)
+    return _lu_factor(a, overwrite_a, return_info, run)
+
+
+def _lu_factor(a: CyclicMatrix, overwrite_a: bool, return_info: bool, run: _Run):
     M, N = a.shape
     nb, grid = a.block_size, a.grid
-    run = _Run("lu_factor", a.shape, nb, opts, popts)
     W = a.local if overwrite_a else a.local.copy()
     piv, zero = _factor(W, a, run)
     if zero >= 0:
@@ -205,8 +225,22 @@ def lu_solve(lu_and_piv: tuple, b: CyclicMatrix, trans: int = 0, overwrite_b: bo
     lu_, piv = lu_and_piv
     opts, popts = agree_factor("lu_solve", lu_, check_finite, product_options, square=True,
                                b=b, piv=piv, trans=trans)
+    run = _Run("lu_solve", lu_.shape, lu_.block_size, opts, popts)
+    return _lu_solve(lu_, piv, b, overwrite_b, return_info, run)
+
+
+def native_lu_solve(lu_and_piv: tuple, b: CyclicMatrix, overwrite_b: bool = False,
+                    check_finite: bool = True, *, return_info: bool = False):
+    """:func:`lu_solve` with native FP64 block updates (the HPL benchmark's baseline)."""
+    lu_, piv = lu_and_piv
+    opts, popts = agree_factor("native_lu_solve", lu_, check_finite, {}, square=True, b=b,
+                               piv=piv)
+    run = _Run("native_lu_solve", lu_.shape, lu_.block_size, opts, popts, native=True)
+    return _lu_solve(lu_, piv, b, overwrite_b, return_info, run)
+
+
+def _lu_solve(lu_, piv, b, overwrite_b, return_info, run):
     nb, grid = lu_.block_size, lu_.grid
-    run = _Run("lu_solve", lu_.shape, nb, opts, popts)
     X = run.comm(allgather_columns, b, run.tr)  # this rank's rows, every column
     with run.rec.phase("other"):
         run.comm(move_rows, grid.col, X, lu_.rows, composed(np.asarray(piv), 0), nb,

@@ -117,6 +117,20 @@ for shape in [(2, 2), (1, 4), (4, 1)]:
 tiny = np.where(np.arange(157) >= 80, 2.0 ** -480, 1.0)  # products below 2**-900
 case("small products underflow", A * tiny[:, None] * tiny, (2, 2), 16, expect="exact_entries")
 
+# the native baseline (BLAS updates): its own bits, HPL's check passed
+for shape in [(2, 2), (1, 4), (4, 1)]:
+    with distributed.make_grid(shape) as grid:
+        D = distributed.scatter(A if rank == 0 else None, grid, block_size=16)
+        b = np.arange(157.0)[:, None] / 157
+        B = distributed.scatter(b if rank == 0 else None, grid, block_size=16)
+        lu, piv = distributed.lu.native_lu_factor(D)
+        x = distributed.gather(distributed.lu.native_lu_solve((lu, piv), B), root=None)
+        r = np.abs(A @ x - b).max() / (2.0 ** -53 * 157 * (
+            np.abs(A).sum(axis=1).max() * np.abs(x).max() + np.abs(b).max()))
+        assert r < 16, r
+        if rank == 0:
+            print(f"ok native grid={shape} residual={r:.3g}", flush=True)
+
 # errors agreed before any collective
 with distributed.make_grid((2, 2)) as grid:
     D = distributed.scatter(A if rank == 0 else None, grid, block_size=16)
