@@ -82,6 +82,16 @@ def test_lu_bitwise_equal_to_serial_on_every_grid():
 
 
 @pytest.mark.slow
+def test_cholesky_bitwise_equal_to_serial_on_every_grid():
+    out = launch("check_cholesky.py")
+    assert "ALL OK" in out
+    for grid in ("(2, 2)", "(1, 4)", "(4, 1)"):
+        for lower in (True, False):
+            assert f"ok spd grid={grid} nb=16 lower={lower}" in out
+    assert "ok spd fast" in out and "ok scaled" in out and "ok small products" in out
+
+
+@pytest.mark.slow
 def test_fft_bitwise_equal_to_serial_on_every_grid():
     import fft
     fft.fftn(np.ones((2, 3, 4)))  # warm the twiddle kernel's cache

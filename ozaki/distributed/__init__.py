@@ -14,6 +14,7 @@ never imports it.
 >>> lu, piv = distributed.lu_factor(D)  # the bits of ozaki.linalg.lu_factor # doctest: +SKIP
 """
 
+from .cholesky import cho_factor, cho_solve
 from .cyclic import CyclicMatrix
 from .emulated import dgemm, zgemm
 from .lu import lu_factor, lu_solve
@@ -23,4 +24,5 @@ from .layout import DistributedMatrix, bounds, gather, scatter
 from .native import SummaInfo, summa
 
 __all__ = ["Grid", "make_grid", "DistributedMatrix", "scatter", "gather", "bounds", "dgemm",
-           "zgemm", "panels", "summa", "SummaInfo", "CyclicMatrix", "lu_factor", "lu_solve"]
+           "zgemm", "panels", "summa", "SummaInfo", "CyclicMatrix", "lu_factor", "lu_solve",
+           "cho_factor", "cho_solve"]

@@ -1,20 +1,74 @@
-"""What the distributed factorisations share: argument checks agreed on every rank, and
-the right-hand sides' layout for the solves."""
+"""What the distributed factorisations share: a call's record (:class:`Run`), argument
+checks agreed on every rank, and the right-hand sides' layout for the solves."""
 
 from __future__ import annotations
 
 import hashlib
+import time
 
 import numpy as np
 
 from ..api.calls import options as resolve_options
+from ..api.front import scaled_sum
+from ..core.kind import REAL
 from ..core.pipeline import Options
+from ..linalg.info import Recorder, result
 from .cyclic import CyclicMatrix
 from .grid import agree
 from .traffic import Traffic, gather_blocks
-from .update import Blocks
+from .update import Blocks, product
 
-__all__ = ["Blocks", "agree_factor", "allgather_columns", "ensure_rhs"]
+__all__ = ["Blocks", "Run", "agree_factor", "allgather_columns", "ensure_rhs"]
+
+
+class Run:
+    """One call's recorder (:class:`~ozaki.linalg.LinalgInfo` with a ``communication``
+    phase), its traffic and product options; ``native``: the updates by the BLAS (the
+    baselines of the HPL benchmark)."""
+
+    def __init__(self, routine: str, shape: tuple, nb: int, opts: Options, popts: dict,
+                 native: bool = False):
+        self.rec = Recorder(routine, shape, nb, popts)
+        self.rec.info.seconds["communication"] = 0.0
+        self.tr = Traffic()
+        self.opts, self.native = opts, native
+
+    def comm(self, f, *args):
+        """``f(*args)``, timed as communication."""
+        t = time.perf_counter()
+        out = f(*args)
+        self.rec.info.seconds["communication"] += time.perf_counter() - t
+        return out
+
+    def update(self, C: np.ndarray, L: np.ndarray, U: np.ndarray, rows, cols, shape,
+               blocks) -> None:
+        """``C <- fl(C - L U)`` in place, with the bits of serial
+        ``ozaki.gemm(L, U, C, alpha=-1, beta=1)`` at these entries of the whole update
+        of ``shape`` (:func:`ozaki.distributed.update.product`)."""
+        info = self.rec.info
+        t = time.perf_counter()
+        if self.native:
+            np.subtract(C, L @ U, out=C)
+            info.seconds["updates"] += time.perf_counter() - t
+            info.products += 1
+            return
+        X, inf = product(L, U, rows, cols, shape, blocks, self.opts, REAL, self.tr)
+        scaled_sum(X, -1.0, 1.0, C, C)
+        dt = time.perf_counter() - t
+        info.seconds["updates"] += dt
+        info.products += 1
+        if inf.path == "compensated":
+            info.compensated_products += 1
+        else:
+            info.emulated_products += 1
+            info.emulated_seconds += dt
+
+    def finish(self, value, return_info: bool):
+        """``value``, with the info (its ``traffic`` set) when asked."""
+        out = result(value, self.rec, return_info)
+        if return_info:
+            out[-1].traffic = self.tr
+        return out
 
 
 def _matrix(x, name: str, check_finite: bool) -> None:
@@ -30,7 +84,8 @@ def _matrix(x, name: str, check_finite: bool) -> None:
 
 
 def agree_factor(routine: str, a, check_finite: bool, product_options: dict, *,
-                 square: bool = False, b=None, piv=None, trans=0) -> tuple[Options, dict]:
+                 square: bool = False, b=None, piv=None, trans=0,
+                 name: str = "a") -> tuple[Options, dict]:
     """Check the arguments on every rank and agree on them before any other collective.
 
     ``a`` (and for a solve ``b``, ``piv``, ``trans``) and the product options; each rank
@@ -40,12 +95,11 @@ def agree_factor(routine: str, a, check_finite: bool, product_options: dict, *,
     product :class:`~ozaki.core.pipeline.Options` and the options as given.
     """
     if not isinstance(a, CyclicMatrix):  # no communicator to agree on
-        _matrix(a, "lu" if b is not None else "a", check_finite)
+        _matrix(a, name, check_finite)
     from ..linalg.arguments import product_options as check_options
     got = {}
 
     def check():
-        name = "lu" if b is not None else "a"
         _matrix(a, name, check_finite)
         popts = check_options(routine, product_options)
         opts = resolve_options(popts.get("scheme", "auto"), popts.get("num_moduli", "auto"),
@@ -57,16 +111,17 @@ def agree_factor(routine: str, a, check_finite: bool, product_options: dict, *,
                  opts.engine.name, opts.backend.name]
         if square or b is not None:
             if a.shape[0] != a.shape[1]:
-                raise ValueError(f"{name} must be square, got shape {a.shape}")
+                raise ValueError(f"{name} must be a square matrix, got shape {a.shape}")
         if b is not None:
             if isinstance(trans, bool) or trans not in (0, "N", "n"):
                 raise ValueError(f"trans must be 0 ('N'): the distributed solve does "
                                  f"a x = b only, got {trans!r}")
             _matrix(b, "b", check_finite)
             if b.grid.comm is not a.grid.comm or b.block_size != a.block_size:
-                raise ValueError("b must be dealt on lu's grid with lu's block size")
+                raise ValueError(f"b must be dealt on {name}'s grid with {name}'s block size")
             if b.shape[0] != a.shape[0]:
-                raise ValueError(f"shapes of lu {a.shape} and b {b.shape} are incompatible")
+                raise ValueError(f"shapes of {name} {a.shape} and b {b.shape} are "
+                                 f"incompatible")
             if piv is not None:
                 p = np.asarray(piv)
                 if p.shape != (a.shape[0],) or p.dtype.kind not in "iu":

@@ -25,66 +25,19 @@ and each block update is a product whose rows are combined over the process colu
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import numpy as np
 
-from ..api.front import scaled_sum
-from ..core.kind import REAL
 from ..linalg import kernels
-from ..linalg.info import Recorder, result
 from .cyclic import CyclicMatrix, owner
-from .factor import Blocks, agree_factor, allgather_columns, ensure_rhs
+from .factor import Run, agree_factor, allgather_columns, ensure_rhs
 from .panel import factor_panel
 from .rows import composed, move_rows
-from .traffic import Traffic, bcast
-from .update import product
+from .traffic import bcast
+from .triangular import Triangle, solve
 
 __all__ = ["lu_factor", "lu_solve", "native_lu_factor", "native_lu_solve"]
-
-
-class _Run:
-    """One call's recorder, traffic and product options (``native``: the updates by the
-    BLAS, for the baselines)."""
-
-    def __init__(self, routine, shape, nb, opts, popts, native=False):
-        self.rec = Recorder(routine, shape, nb, popts)
-        self.rec.info.seconds["communication"] = 0.0
-        self.tr = Traffic()
-        self.opts, self.native = opts, native
-
-    def comm(self, f, *args):
-        t = time.perf_counter()
-        out = f(*args)
-        self.rec.info.seconds["communication"] += time.perf_counter() - t
-        return out
-
-    def update(self, C, L, U, rows, cols, shape, blocks):
-        """``C <- fl(C - L U)`` in place (``gemm(L, U, C, alpha=-1, beta=1)``'s bits)."""
-        info = self.rec.info
-        t = time.perf_counter()
-        if self.native:
-            np.subtract(C, L @ U, out=C)
-            info.seconds["updates"] += time.perf_counter() - t
-            info.products += 1
-            return
-        X, inf = product(L, U, rows, cols, shape, blocks, self.opts, REAL, self.tr)
-        scaled_sum(X, -1.0, 1.0, C, C)
-        dt = time.perf_counter() - t
-        info.seconds["updates"] += dt
-        info.products += 1
-        if inf.path == "compensated":
-            info.compensated_products += 1
-        else:
-            info.emulated_products += 1
-            info.emulated_seconds += dt
-
-    def finish(self, value, return_info):
-        out = result(value, self.rec, return_info)
-        if return_info:
-            out[-1].traffic = self.tr
-        return out
 
 
 def lu_factor(a: CyclicMatrix, overwrite_a: bool = False, check_finite: bool = True, *,
@@ -127,7 +80,7 @@ def lu_factor(a: CyclicMatrix, overwrite_a: bool = False, check_finite: bool = T
         bad or disagreeing options.
     """
     opts, popts = agree_factor("lu_factor", a, check_finite, product_options)
-    run = _Run("lu_factor", a.shape, a.block_size, opts, popts)
+    run = Run("lu_factor", a.shape, a.block_size, opts, popts)
     return _lu_factor(a, overwrite_a, return_info, run)
 
 
@@ -137,11 +90,11 @@ def native_lu_factor(a: CyclicMatrix, overwrite_a: bool = False, check_finite: b
     block): the baseline of the HPL benchmark, on the same layout with the same panels
     and messages. Its bits depend on the grid and the BLAS, as any native HPL's."""
     opts, popts = agree_factor("native_lu_factor", a, check_finite, {})
-    run = _Run("native_lu_factor", a.shape, a.block_size, opts, popts, native=True)
+    run = Run("native_lu_factor", a.shape, a.block_size, opts, popts, native=True)
     return _lu_factor(a, overwrite_a, return_info, run)
 
 
-def _lu_factor(a: CyclicMatrix, overwrite_a: bool, return_info: bool, run: _Run):
+def _lu_factor(a: CyclicMatrix, overwrite_a: bool, return_info: bool, run: Run):
     M, N = a.shape
     nb, grid = a.block_size, a.grid
     W = a.local if overwrite_a else a.local.copy()
@@ -154,7 +107,7 @@ def _lu_factor(a: CyclicMatrix, overwrite_a: bool, return_info: bool, run: _Run)
     return run.finish((lu_, piv.astype(np.int32)), return_info)
 
 
-def _factor(W: np.ndarray, a: CyclicMatrix, run: _Run) -> tuple[np.ndarray, int]:
+def _factor(W: np.ndarray, a: CyclicMatrix, run: Run) -> tuple[np.ndarray, int]:
     grid, nb, rec = a.grid, a.block_size, run.rec
     M, N = a.shape
     rows, cols = a.rows, a.cols
@@ -224,8 +177,8 @@ def lu_solve(lu_and_piv: tuple, b: CyclicMatrix, trans: int = 0, overwrite_b: bo
     """
     lu_, piv = lu_and_piv
     opts, popts = agree_factor("lu_solve", lu_, check_finite, product_options, square=True,
-                               b=b, piv=piv, trans=trans)
-    run = _Run("lu_solve", lu_.shape, lu_.block_size, opts, popts)
+                               b=b, piv=piv, trans=trans, name="lu")
+    run = Run("lu_solve", lu_.shape, lu_.block_size, opts, popts)
     return _lu_solve(lu_, piv, b, overwrite_b, return_info, run)
 
 
@@ -234,8 +187,8 @@ def native_lu_solve(lu_and_piv: tuple, b: CyclicMatrix, overwrite_b: bool = Fals
     """:func:`lu_solve` with native FP64 block updates (the HPL benchmark's baseline)."""
     lu_, piv = lu_and_piv
     opts, popts = agree_factor("native_lu_solve", lu_, check_finite, {}, square=True, b=b,
-                               piv=piv)
-    run = _Run("native_lu_solve", lu_.shape, lu_.block_size, opts, popts, native=True)
+                               piv=piv, name="lu")
+    run = Run("native_lu_solve", lu_.shape, lu_.block_size, opts, popts, native=True)
     return _lu_solve(lu_, piv, b, overwrite_b, return_info, run)
 
 
@@ -245,49 +198,7 @@ def _lu_solve(lu_, piv, b, overwrite_b, return_info, run):
     with run.rec.phase("other"):
         run.comm(move_rows, grid.col, X, lu_.rows, composed(np.asarray(piv), 0), nb,
                  slice(None), run.tr)
-    solve_blocks(lu_, X, True, run)
-    solve_blocks(lu_, X, False, run)
+    solve(Triangle(lu_, lower=True, unit=True), X, run)
+    solve(Triangle(lu_, lower=False, unit=False), X, run)
     x = ensure_rhs(b, X, overwrite_b)
     return run.finish(x, return_info)
-
-
-def solve_blocks(T: CyclicMatrix, X: np.ndarray, lower: bool, run: _Run) -> None:
-    """``X <- T^-1 X`` (unit lower, or upper, triangle of ``T``) as serial ``trsm`` does,
-    ``X`` holding this rank's rows of every column (the same on each process column)."""
-    grid, nb, rec = T.grid, T.block_size, run.rec
-    n = T.shape[0]
-    rows, cols = T.rows, T.cols
-    blocks = Blocks(_self(), grid.col, grid.col)
-    starts = list(range(0, n, nb))
-    for k in (starts if lower else reversed(starts)):
-        e = min(k + nb, n)
-        w = e - k
-        pc, lc = owner(k, nb, grid.Q)
-        pr, lr = owner(k, nb, grid.P)
-        # the block column k:e of T, this rank's rows of it, from its process column
-        col = np.ascontiguousarray(T.local[:, lc:lc + w]) if grid.q == pc else \
-            np.empty((len(rows), w))
-        run.comm(bcast, grid.row, col, pc, run.tr, "panels")
-        Xk = np.empty((w, X.shape[1]))
-        if grid.p == pr:
-            with rec.phase("triangular"):
-                D = col[lr:lr + w]
-                if lower:
-                    kernels.unit_lower_solve(D, X[lr:lr + w])
-                else:
-                    kernels.upper_solve(D, X[lr:lr + w], False)
-            Xk[...] = X[lr:lr + w]
-        run.comm(bcast, grid.col, Xk, pr, run.tr, "panels")
-        if lower and e < n:
-            r = int(np.searchsorted(rows, e))
-            run.update(X[r:], col[r:], Xk, rows[r:] - e, np.arange(X.shape[1]),
-                       (n - e, X.shape[1], w), blocks)
-        elif not lower and k > 0:
-            r = int(np.searchsorted(rows, k))
-            run.update(X[:r], col[:r], Xk, rows[:r], np.arange(X.shape[1]),
-                       (k, X.shape[1], w), blocks)
-
-
-def _self():
-    from mpi4py import MPI
-    return MPI.COMM_SELF

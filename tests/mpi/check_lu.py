@@ -19,7 +19,7 @@ world = MPI.COMM_WORLD
 rank = world.Get_rank()
 
 # the infos of the updates' products, to check that the cases reach what they mean to
-import ozaki.distributed.lu as dlu  # noqa: E402
+import ozaki.distributed.factor as dlu  # noqa: E402
 seen = []
 _product = dlu.product
 
