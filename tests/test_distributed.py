@@ -32,11 +32,19 @@ def _warm():
     for scheme, engine in (("fp64", "auto"), ("int8", "auto"), ("fp8", "cpu-fp8")):
         ozaki.dgemm(A, B, mode="fast", scheme=scheme, engine=engine)
     ozaki.dgemm(A, B * 1e300, mode="fast")
-    from ozaki.distributed import panel
+    from ozaki.distributed.panel import factor_panel
+    from ozaki.distributed.traffic import Traffic
     from ozaki.linalg import lu_factor
     lu_factor(A, block_size=4)
-    panel._candidate(A.view(np.int64), 0, 0)
-    panel._eliminate(A.copy(), 1, 0, A[0], True)
+
+    class One:  # the distributed panel's kernels, compiled on one rank
+        def Get_size(self):
+            return 1
+
+        def Allgather(self, send, recv):
+            recv[0] = send
+
+    factor_panel(A.copy(), np.arange(8), 0, One(), Traffic(), group=4, kernel=False)
 
 
 def launch(script: str, n: int = 4, timeout: int = 420) -> str:
