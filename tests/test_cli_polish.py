@@ -206,7 +206,7 @@ def _mpirun(args, n=2, timeout=120, merge=False):
 
 @pytest.mark.slow
 @mpi
-@pytest.mark.parametrize("module", ["summa", "fft3d", "network"])
+@pytest.mark.parametrize("module", ["summa", "fft3d", "network", "hpl"])
 def test_mpi_benchmark_help_is_printed_once(module):
     done = _mpirun([f"benchmarks.mpi.{module}", "--help"])
     assert done.returncode == 0, done.stderr[-2000:]
