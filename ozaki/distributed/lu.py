@@ -139,8 +139,7 @@ def _factor(W: np.ndarray, a: CyclicMatrix, run: Run) -> tuple[np.ndarray, int]:
             zero = int(info[w])
         # 3. the interchanges outside the panel
         outside = (np.r_[0:lc, lc + w:W.shape[1]] if grid.q == pc else slice(None))
-        with rec.phase("other"):
-            run.comm(move_rows, grid.col, W, rows, composed(info[:w], k), nb, outside, run.tr)
+        run.comm(move_rows, grid.col, W, rows, composed(info[:w], k), nb, outside, run.tr)
         if e >= N:
             continue
         # 4. U12 on the diagonal process row, down each process column
@@ -195,9 +194,8 @@ def native_lu_solve(lu_and_piv: tuple, b: CyclicMatrix, overwrite_b: bool = Fals
 def _lu_solve(lu_, piv, b, overwrite_b, return_info, run):
     nb, grid = lu_.block_size, lu_.grid
     X = run.comm(allgather_columns, b, run.tr)  # this rank's rows, every column
-    with run.rec.phase("other"):
-        run.comm(move_rows, grid.col, X, lu_.rows, composed(np.asarray(piv), 0), nb,
-                 slice(None), run.tr)
+    run.comm(move_rows, grid.col, X, lu_.rows, composed(np.asarray(piv), 0), nb,
+             slice(None), run.tr)
     solve(Triangle(lu_, lower=True, unit=True), X, run)
     solve(Triangle(lu_, lower=False, unit=False), X, run)
     x = ensure_rhs(b, X, overwrite_b)
