@@ -113,9 +113,10 @@ def agree_factor(routine: str, a, check_finite: bool, product_options: dict, *,
             if a.shape[0] != a.shape[1]:
                 raise ValueError(f"{name} must be a square matrix, got shape {a.shape}")
         if b is not None:
-            if isinstance(trans, bool) or trans not in (0, "N", "n"):
-                raise ValueError(f"trans must be 0 ('N'): the distributed solve does "
-                                 f"a x = b only, got {trans!r}")
+            from ..linalg.arguments import trans_of
+            if isinstance(trans, bool):
+                raise ValueError(f"trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
+            facts.append(trans_of(trans))
             _matrix(b, "b", check_finite)
             if b.grid.comm is not a.grid.comm or b.block_size != a.block_size:
                 raise ValueError(f"b must be dealt on {name}'s grid with {name}'s block size")

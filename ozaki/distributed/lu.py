@@ -31,6 +31,7 @@ import numpy as np
 
 from ..linalg import kernels
 from .cyclic import CyclicMatrix, owner
+from ..linalg.arguments import trans_of
 from .factor import Run, agree_factor, allgather_columns, ensure_rhs
 from .panel import factor_panel
 from .rows import composed, move_rows
@@ -156,17 +157,18 @@ def _factor(W: np.ndarray, a: CyclicMatrix, run: Run) -> tuple[np.ndarray, int]:
     return piv, zero
 
 
-def lu_solve(lu_and_piv: tuple, b: CyclicMatrix, trans: int = 0, overwrite_b: bool = False,
-             check_finite: bool = True, *, return_info: bool = False, **product_options):
-    """Solve ``a x = b`` from :func:`lu_factor`'s ``(lu, piv)``: serial
+def lu_solve(lu_and_piv: tuple, b: CyclicMatrix, trans: int | str = 0,
+             overwrite_b: bool = False, check_finite: bool = True, *,
+             return_info: bool = False, **product_options):
+    """Solve ``a x = b`` (or ``a^T x = b``) from :func:`lu_factor`'s ``(lu, piv)``: serial
     :func:`ozaki.linalg.lu_solve`'s bits, with ``block_size=lu.block_size``.
 
     Parameters
     ----------
     lu_and_piv : (CyclicMatrix, ndarray)
     b : CyclicMatrix, global shape (N, nrhs), on ``lu``'s grid with its block size
-    trans : 0
-        Only ``a x = b`` for now (``ValueError`` otherwise).
+    trans : {0, 1, 2, 'N', 'T', 'C'}
+        0: ``a x = b``; 1 or 2: ``a^T x = b`` (the matrices are real).
     overwrite_b, check_finite, return_info, **product_options
         As :func:`lu_factor`.
 
@@ -178,7 +180,7 @@ def lu_solve(lu_and_piv: tuple, b: CyclicMatrix, trans: int = 0, overwrite_b: bo
     opts, popts = agree_factor("lu_solve", lu_, check_finite, product_options, square=True,
                                b=b, piv=piv, trans=trans, name="lu")
     run = Run("lu_solve", lu_.shape, lu_.block_size, opts, popts)
-    return _lu_solve(lu_, piv, b, overwrite_b, return_info, run)
+    return _lu_solve(lu_, piv, b, overwrite_b, return_info, run, trans_of(trans) != 0)
 
 
 def native_lu_solve(lu_and_piv: tuple, b: CyclicMatrix, overwrite_b: bool = False,
@@ -191,12 +193,19 @@ def native_lu_solve(lu_and_piv: tuple, b: CyclicMatrix, overwrite_b: bool = Fals
     return _lu_solve(lu_, piv, b, overwrite_b, return_info, run)
 
 
-def _lu_solve(lu_, piv, b, overwrite_b, return_info, run):
+def _lu_solve(lu_, piv, b, overwrite_b, return_info, run, transposed=False):
+    """``a = P L U``: ``x = U^-1 L^-1 P^T b``, or for ``a^T``, ``x = P L^-T U^-T b`` (the
+    interchanges in reverse order), as serial ``solve_factored``."""
     nb, grid = lu_.block_size, lu_.grid
     X = run.comm(allgather_columns, b, run.tr)  # this rank's rows, every column
-    run.comm(move_rows, grid.col, X, lu_.rows, composed(np.asarray(piv), 0), nb,
-             slice(None), run.tr)
-    solve(Triangle(lu_, lower=True, unit=True), X, run)
-    solve(Triangle(lu_, lower=False, unit=False), X, run)
+    moves = composed(np.asarray(piv), 0, reverse=transposed)
+    if not transposed:
+        run.comm(move_rows, grid.col, X, lu_.rows, moves, nb, slice(None), run.tr)
+        solve(Triangle(lu_, lower=True, unit=True), X, run)
+        solve(Triangle(lu_, lower=False, unit=False), X, run)
+    else:  # a^T = U^T L^T P^T
+        solve(Triangle(lu_, lower=True, unit=False, transposed=True), X, run)
+        solve(Triangle(lu_, lower=False, unit=True, transposed=True), X, run)
+        run.comm(move_rows, grid.col, X, lu_.rows, moves, nb, slice(None), run.tr)
     x = ensure_rhs(b, X, overwrite_b)
     return run.finish(x, return_info)

@@ -60,6 +60,11 @@ def case(name, A, shape, nb, sub=None, rhs=3, expect=None, **kw):
             X = distributed.lu_solve((lu, piv), B, **kw)
             x = distributed.gather(X, root=None)
             assert same(x, want_x), f"{name} {shape}: the solutions differ"
+            for trans in (1, "T"):
+                want_t = la.lu_solve((want_lu, want_piv), b, trans=trans, block_size=nb, **kw)
+                xt = distributed.gather(distributed.lu_solve((lu, piv), B, trans=trans, **kw),
+                                        root=None)
+                assert same(xt, want_t), f"{name} {shape}: the transposed solutions differ"
             # HPL's scaled residual (eps = 2**-53) for well-scaled matrices
             r = np.abs(A @ x - b).max() / (2.0 ** -53 * n * (
                 np.abs(A).sum(axis=1).max() * np.abs(x).max() + np.abs(b).max()))
@@ -142,6 +147,10 @@ with distributed.make_grid((2, 2)) as grid:
     raises(ValueError, "disagree", lambda: distributed.lu_factor(
         D, mode="fast" if rank == 1 else "accurate"))
     raises(TypeError, "unexpected keyword", lambda: distributed.lu_factor(D, colour=1))
+    lu, piv = distributed.lu_factor(D)
+    raises(ValueError, "trans must be", lambda: distributed.lu_solve((lu, piv), D, trans="X"))
+    raises(ValueError, "disagree", lambda: distributed.lu_solve((lu, piv), D, trans=rank % 2))
+    raises(ValueError, "piv must", lambda: distributed.lu_solve((lu, piv[:-1]), D))
     raises(ValueError, "block_size", lambda: distributed.scatter(
         A if rank == 0 else None, grid, block_size=0 if rank == 2 else 16))
 if rank == 0:
