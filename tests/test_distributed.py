@@ -90,6 +90,18 @@ def test_lu_bitwise_equal_to_serial_on_every_grid():
 
 
 @pytest.mark.slow
+def test_update_products_bitwise_equal_to_serial_at_each_ranks_entries():
+    out = launch("check_update.py")
+    assert "ALL OK" in out
+    lines = [x for x in out.splitlines() if x.startswith("ok")]
+    assert len(lines) == 30
+    assert all("refined=(0, 0)" not in x for x in lines if x.startswith("ok refined"))
+    assert all("fallback=0 " not in x for x in lines if "fallback" in x.split()[1]
+               or "underflow" in x)
+    assert "scheme=fp64" in next(x for x in lines if "widened" in x)  # the machine's int8
+
+
+@pytest.mark.slow
 def test_cholesky_bitwise_equal_to_serial_on_every_grid():
     out = launch("check_cholesky.py")
     assert "ALL OK" in out

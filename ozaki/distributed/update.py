@@ -105,7 +105,9 @@ def product(A: np.ndarray, B: np.ndarray, rows: np.ndarray, cols: np.ndarray,
 def _side(X: np.ndarray, outer: int, opts: Options, kind: Kind) -> Prepared:
     """The operand with its line data (and the floors, or norm sums, of its mode)."""
     backend = opts.backend
-    op = backend.operand((embed(X, outer) if kind.complex else X)[None], outer)
+    X = X[None]
+    op = backend.operand(embed(X.astype(np.complex128, copy=False), outer) if kind.complex
+                         else X, outer)
     floors = None
     if opts.mode == "accurate":
         floors = FloorRequest(scaling.quantization_bits(opts.scheme, op.inner),
@@ -155,6 +157,8 @@ def _compensated(A, B, rows, cols, shape, blocks, opts, kind, tr, MPI):
     first uncertified entry (row-major, on the real embedding) on every rank."""
     M, N, K = shape
     m, n = A.shape[0], B.shape[1]
+    if kind.complex:
+        A, B = (X.astype(np.complex128, copy=False) for X in (A, B))
     out, info, where = compensated_product(A[None], B[None], opts, kind, 1, m, n, K)
     width = kind.width * N
     first = M * width
