@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchmarks import hpl as serial_hpl
-from benchmarks.mpi import hpl
+from benchmarks.mpi import hpl, hpl_probe
 
 HERE = Path(__file__).parent
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
@@ -106,6 +106,27 @@ def test_hpl_lines_align_with_the_header_and_label_oversubscription():
     assert "serial bits: identical" in text and "panels=10B/1|12B/2" in text
 
 
+@given(st.integers(1, 300), st.integers(1, 64), st.integers(0, 2 ** 32))
+def test_uniform_pivots_are_lu_pivots(n, w, seed):
+    w = min(w, n)
+    piv = hpl_probe.uniform_pivots(n, w, np.random.default_rng(seed))
+    assert piv.shape == (w,) and piv.dtype == np.int64
+    assert np.all(piv >= np.arange(w)) and np.all(piv < n)
+    again = hpl_probe.uniform_pivots(n, w, np.random.default_rng(seed))
+    assert np.array_equal(piv, again)  # the same draw on every rank
+
+
+def test_moved_bytes_by_hand():
+    # nb = 2, P = 2: rows 0, 1, 4, 5 on process row 0, rows 2, 3, 6, 7 on 1
+    moves = {0: 6, 6: 0, 1: 4, 4: 3, 3: 1}  # row: the row whose values end there
+    # process row 0 writes rows 0, 1, 4 and reads the sources 0, 4, 1 (of 6, 4, 3);
+    # process row 1 writes 6, 3 and reads 6, 3 (of 0 and 1)
+    assert hpl_probe.moved_bytes(moves, 2, 2, 0, 10) == 8 * 10 * (3 + 3)
+    assert hpl_probe.moved_bytes(moves, 2, 2, 1, 10) == 8 * 10 * (2 + 2)
+    assert hpl_probe.moved_bytes({}, 2, 2, 0, 10) == 0
+    assert hpl_probe.moved_bytes(moves, 2, 1, 0, 5) == 8 * 5 * 2 * len(moves)  # one row: all
+
+
 # --- under mpiexec ---------------------------------------------------------------------
 
 def _warm():
@@ -169,6 +190,29 @@ def test_rank0_traffic_by_hand():
     assert rank0_traffic(64, 16, 1, 1) == {"panels": [0, 0], "pivots": [0, 0], "rhs": [0, 0]}
 
 
+def _check_probes(r: dict, n: int, nb: int, P: int, Q: int) -> None:
+    """The measured inputs of a record (benchmarks/mpi/hpl_probe.py), their sizes by hand."""
+    from ozaki.distributed.rows import composed
+
+    from tme_model.network import RankRates
+
+    def held(size, parts, part, start):  # the indices >= start of a cyclic share
+        return sum(1 for i in range(start, size) if (i // nb) % parts == part)
+    assert [x["shape"] for x in r["rank_rates"]] == [
+        [held(n, P, p, nb), nb, held(n, Q, q, nb)] for p in range(P) for q in range(Q)]
+    for x in r["rank_rates"]:
+        assert RankRates(**{k: v for k, v in x.items() if k != "shape"})  # positive, finite
+    last = nb * (n // nb - 1)
+    assert r["panel_probe"]["width"] == nb and r["panel_probe"]["rows"] == [
+        max(held(n, P, p, 0) for p in range(P)), max(held(n, P, p, last) for p in range(P))]
+    assert all(t > 0 for t in r["panel_probe"]["seconds"])
+    moves = composed(hpl_probe.uniform_pivots(n, nb, np.random.default_rng(r["seed"])), 0)
+    cols = [held(n, Q, q, 0) - (nb if q == 0 else 0) for q in range(Q)]  # not the panel's
+    assert r["interchange_probe"]["bytes"] == max(
+        hpl_probe.moved_bytes(moves, nb, P, p, cols[q]) for p in range(P) for q in range(Q))
+    assert r["interchange_probe"]["seconds"] > 0
+
+
 @needs_mpi
 @pytest.mark.slow
 def test_hpl_on_a_2x2_grid(tmp_path):
@@ -195,6 +239,10 @@ def test_hpl_on_a_2x2_grid(tmp_path):
         assert r["bytes_sent"][0] == sum(b for b, _ in r["traffic_rank0"].values())
         assert len(r["bytes_sent"]) == 4
     emu, nat = runs["emulated"], runs["native"]
+    _check_probes(emu, 100, 16, 2, 2)
+    for k in ("rank_rates", "panel_probe", "interchange_probe"):  # one probe per grid
+        assert nat[k] == emu[k]
+    assert doc["meta"]["profile"] == str(HERE.parent / "docs" / "_generated" / "tme_profile.json")
     assert emu["bitwise_vs_serial"] is True and emu["differing_fraction_vs_serial"] == 0
     assert nat["bitwise_vs_serial"] is None
     assert emu["products"]["emulated"] == emu["products"]["total"] > 0  # every product
@@ -217,7 +265,7 @@ def test_hpl_on_a_2x2_grid(tmp_path):
 def test_hpl_sweep_on_one_and_two_ranks(tmp_path, kind):
     out, png = tmp_path / "sweep.json", tmp_path / "sweep.png"
     text = _run(2, "--sweep", kind, "--n", "64", "--nb", "16", "--json", str(out),
-                "--plot", str(png))
+                "--plot", str(png), *(["--no-probe"] if kind == "strong" else []))
     runs = json.loads(out.read_text())["runs"]
     assert sorted((r["kind"], r["ranks"], r["grid"]) for r in runs) == [
         ("emulated", 1, "1x1"), ("emulated", 2, "1x2"), ("native", 1, "1x1"),
@@ -229,5 +277,10 @@ def test_hpl_sweep_on_one_and_two_ranks(tmp_path, kind):
         assert r["efficiency"] == pytest.approx(r["gflops"] / (r["ranks"] * one["gflops"]))
         if r["ranks"] == 1:
             assert r["efficiency"] == 1.0 and r["traffic_max"].get("panels", [0, 0]) == [0, 0]
+        if kind == "strong":
+            assert "rank_rates" not in r and "panel_probe" not in r
+        else:  # each sub-communicator probed on its own grid
+            P, Q = r["P"], r["Q"]
+            _check_probes(r, r["n"], 16, P, Q)
     assert text.count("...... PASSED") == 4 and "efficiency 1.00" in text
     assert png.stat().st_size > 10_000

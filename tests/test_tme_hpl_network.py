@@ -1,12 +1,12 @@
 """Tests of tme_model.hpl_network: the traffic formulas exact against a brute-force walk of
 ``ozaki.distributed.lu_factor``'s and ``lu_solve``'s schedules (ozaki's own ``bcast`` and
 ``move_rows`` counting on a stand-in communicator), the interchanges' expectation and
-bound against random pivots, the time model's limits and monotony, the GPU-cluster
-projection's consistency and the measured-run check on a synthetic record."""
+bound against random pivots, the time model's limits and monotony (the GPU-cluster
+projection: tests/test_tme_hpl_cluster.py; the measured-run check:
+tests/test_tme_hpl_check.py)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -19,11 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tme_model import hpl_network as H
-from tme_model.lu_projection import hpl_flops, project_lu
+from tme_model.hpl_check import SMALL_WORK, ProfileMachine
+from tme_model.hpl_cluster import DeviceMachine, cluster_rows, hpl_order
+from tme_model.lu_projection import project_lu
 from tme_model.network import Network
 from tme_model.profile import PhaseCosts, Profile
 from tme_model.scenario import Scenario
-from tme_model.specs import TMEError, load_devices
+from tme_model.specs import load_devices
 
 B300 = load_devices()["b300"]
 PROFILE = Profile("local", 0.05, 0.01, 0.012, {"fp64": {"cpu-blas": 0.04}},
@@ -184,11 +186,11 @@ def test_interchanges_expectation_under_uniform_pivots():
     (lambda: H.hpl_traffic(8, 4, 2, 2, 0, 0, interchanges="worst"), "interchanges"),
     (lambda: H.solve_traffic(8, 4, 1, 2, 0, 0, interchanges="worst"), "interchanges"),
     (lambda: H.solve_traffic(8, 4, 2, 2, 0, 0, nrhs=0), "nrhs must be a positive int"),
-    (lambda: H.hpl_time(8, 4, 2, 2, H.DeviceMachine(B300), NET, emulated=True, bcast="ring"),
+    (lambda: H.hpl_time(8, 4, 2, 2, DeviceMachine(B300), NET, emulated=True, bcast="ring"),
      "bcast"),
-    (lambda: H.hpl_order(B300, 2, 2, 64, fill=1.5), "fill"),
-    (lambda: H.hpl_order(B300, 2, 2, 0), "nb must be a positive int"),
-    (lambda: H.cluster_rows("b300", 0), "ranks must be a positive int")])
+    (lambda: hpl_order(B300, 2, 2, 64, fill=1.5), "fill"),
+    (lambda: hpl_order(B300, 2, 2, 0), "nb must be a positive int"),
+    (lambda: cluster_rows("b300", 0), "ranks must be a positive int")])
 def test_bad_arguments(call, match):
     with pytest.raises(ValueError, match=match):
         call()
@@ -196,13 +198,27 @@ def test_bad_arguments(call, match):
 
 @pytest.mark.compensated  # the suite's fixture sets ozaki's threshold to 0 elsewhere
 def test_small_work_is_ozakis():
-    from ozaki.core.compensated import SMALL_WORK
-    assert H.SMALL_WORK == SMALL_WORK
+    from ozaki.core.compensated import SMALL_WORK as ozakis
+    assert SMALL_WORK == ozakis
 
 
 def _time(n, nb, P, Q, net, machine=None, **kw):
-    return H.hpl_time(n, nb, P, Q, machine or H.ProfileMachine(PROFILE, 0.7), net,
+    return H.hpl_time(n, nb, P, Q, machine or ProfileMachine(PROFILE, 0.7), net,
                       emulated=kw.pop("emulated", True), **kw)
+
+
+@pytest.mark.parametrize("n,nb,P,Q", [(100, 16, 2, 3), (64, 64, 1, 1), (90, 7, 3, 1)])
+def test_the_solve_copies_each_block_column_twice(n, nb, P, Q):
+    """lu_solve makes each block column contiguous on its process column before its
+    broadcast, in both triangular solves: 16 bytes per entry of the tallest rank's rows."""
+    from ozaki.distributed.cyclic import cyclic_indices
+    t = _time(n, nb, P, Q, NET)
+    rows = max(len(cyclic_indices(n, nb, P, p)) for p in range(P))
+    copied = sum(2 * 16 * rows * min(nb, n - k) for k in range(0, n, nb))
+    assert t["solve_phases"]["other"] == pytest.approx(copied / (PROFILE.mem_tbps * 1e12 * 0.7),
+                                                       rel=1e-12)
+    assert t["phases"]["other"] == 0
+    assert t["solve_s"] == pytest.approx(sum(t["solve_phases"].values()), rel=1e-12)
 
 
 @pytest.mark.parametrize("emulated", [True, False])
@@ -219,7 +235,7 @@ def test_one_gpu_is_the_device_projection(gamma):
     sc = Scenario(scheme="fp8", gamma=gamma)
     ref = project_lu(n, B300, nb, sc)
     for emulated, upd in ((False, ref.gemm_native_s), (True, ref.gemm_emulated_s)):
-        t = H.hpl_time(n, nb, 1, 1, H.DeviceMachine(B300, sc), NET, emulated=emulated)
+        t = H.hpl_time(n, nb, 1, 1, DeviceMachine(B300, sc), NET, emulated=emulated)
         assert t["phases"]["panel"] == pytest.approx(ref.panel_s, rel=1e-12)
         assert t["phases"]["triangular"] == pytest.approx(ref.triangular_s, rel=1e-12)
         assert t["phases"]["updates"] == pytest.approx(upd, rel=1e-12)
@@ -255,105 +271,12 @@ def test_a_faster_network_is_never_slower(case, alpha, beta, emulated, lookahead
 
 
 def test_lookahead_hides_at_most_the_panel():
-    kw = dict(machine=H.DeviceMachine(B300, Scenario(scheme="fp8", gamma=0.0)))
+    kw = dict(machine=DeviceMachine(B300, Scenario(scheme="fp8", gamma=0.0)))
     off, on = _time(20480, 512, 2, 2, NET, **kw), _time(20480, 512, 2, 2, NET, lookahead=True, **kw)
     assert off["panel_hidden_s"] == 0 and 0 < on["panel_hidden_s"] <= off["phases"]["panel"]
     assert on["total_s"] == pytest.approx(off["total_s"] - on["panel_hidden_s"], rel=1e-12)
     assert on["phases"]["panel"] >= off["phases"]["panel"] / 20480 * 512  # the first panel
 
-
-def test_cluster_projection_is_consistent():
-    proj = H.cluster_rows("b300", 64, "ndr", nb=2048)
-    n, P, Q = proj["n"], 8, 8
-    assert proj["grid"] == "8x8" and n % 2048 == 0
-    room = 0.8 * B300.require("mem_size") * 1e9
-    held = H.cyclic_count(n, 2048, P, 0) * H.cyclic_count(n, 2048, Q, 0)
-    assert 8 * held <= room < 8 * H.cyclic_count(n + 2048, 2048, P, 0) ** 2
-    native, fused, est = proj["rows"]
-    phases = ("panel", "broadcasts", "interchanges", "triangular", "updates", "solve")
-    for r in proj["rows"]:
-        assert all(r[f"{k}_s"] > 0 for k in phases)
-        assert r["total_s"] == pytest.approx(sum(r[f"{k}_s"] for k in phases), rel=1e-12)
-        assert r["tflops"] == pytest.approx(hpl_flops(n) / r["total_s"] / 1e12, rel=1e-12)
-        assert r["speedup"] == pytest.approx(native["total_s"] / r["total_s"], rel=1e-12)
-        # only the updates differ between the runs (the factorisation's and the solve's)
-        for k in ("panel", "broadcasts", "interchanges", "triangular"):
-            assert r[f"{k}_s"] == native[f"{k}_s"]
-        gain = native["updates_s"] + native["solve_s"] - r["updates_s"] - r["solve_s"]
-        assert native["total_s"] - r["total_s"] == pytest.approx(gain, rel=1e-9)
-    assert native["speedup"] == 1 and fused["speedup"] > est["speedup"] > 1
-    assert fused["substrate"].startswith("fp8")
-    assert any("fibermall" in s for s in proj["sources"])
-    assert any("docs.nvidia.com" in s and "beta" in s for s in proj["sources"])
-    assert any("alpha = 40" in s and "N = 13" in s for s in proj["sources"])  # 3 N + 1
-
-
-def test_cluster_command_line(capsys):
-    assert H.main(["--gpu", "b300", "--ranks", "4", "--nb", "4096", "--format", "json"]) == 0
-    proj = json.loads(capsys.readouterr().out)
-    assert proj["grid"] == "2x2" and len(proj["rows"]) == 3
-    assert H.main(["--ranks", "4", "--nb", "4096", "--lookahead"]) == 0
-    out = capsys.readouterr().out
-    assert "MODELLED" in out and "| native FP64 |" in out and "Sources:" in out
-
-
-def _record(n=96, nb=16, P=2, Q=2, kind="emulated", scale=1.1):
-    """A run as benchmarks/mpi/hpl.py writes it, its time the model's times ``scale``."""
-    machine = H.ProfileMachine(PROFILE, 1.0, "fp64", 6, "accurate", None, True)
-    t = H.hpl_time(n, nb, P, Q, machine, NET, emulated=kind == "emulated", panel="cached")
-    per = []
-    for p in range(P):
-        for q in range(Q):
-            f, s = H.hpl_traffic(n, nb, P, Q, p, q), H.solve_traffic(n, nb, P, Q, p, q)
-            per.append({k: [int(round(f.get(k, (0, 0))[0] + s.get(k, (0, 0))[0])),
-                            f.get(k, (0, 0))[1] + s.get(k, (0, 0))[1]] for k in {*f, *s}})
-    return {"kind": kind, "n": n, "nb": nb, "grid": f"{P}x{Q}", "P": P, "Q": Q,
-            "seconds": scale * t["total_s"], "factor_seconds": scale * t["factor_s"],
-            "phases": {"panel": 0.1, "triangular": 0.0, "updates": 0.2, "other": 0.0,
-                       "communication": 0.1},
-            "traffic_rank0": per[0],
-            "traffic_max": {k: [max(r[k][0] for r in per), max(r[k][1] for r in per)]
-                            for k in per[0]}}
-
-
-def test_check_on_a_synthetic_record():
-    doc = {"meta": {"ozaki": "Resolved(scheme='fp64', num_moduli='auto', mode='accurate')",
-                    "small_products": True},
-           "runs": [_record(), _record(kind="native", scale=2.0), _record(P=1, Q=4)]}
-    emu, nat, wide = H.check_runs(doc, PROFILE, NET)
-    assert emu["ratio"] == pytest.approx(1 / 1.1, rel=1e-9) and emu["within_target"]
-    assert emu["factor_ratio"] == pytest.approx(1 / 1.1, rel=1e-9)
-    assert nat["ratio"] == pytest.approx(0.5, rel=1e-9) and not nat["within_target"]
-    assert emu["traffic_exact"] and nat["traffic_exact"] and wide["traffic_exact"]
-    assert emu["scheme"] == "fp64" and emu["moduli"] == 6  # ozaki.auto_num_moduli("fp64", 16)
-    bad = _record()
-    bad["traffic_rank0"]["panels"][0] += 8
-    assert H.check_runs([bad], PROFILE, NET)[0]["traffic_exact"] is False
-    with pytest.raises(TMEError, match="grid 'PxQ'"):
-        H.check_runs([{"kind": "native", "n": 8}], PROFILE, NET)
-    with pytest.raises(TMEError, match="runs"):
-        H.check_runs({"meta": {}}, PROFILE, NET)
-
-
-def test_check_command_line(tmp_path, capsys):
-    from tme_model.profile_file import dump_profile
-    prof, out = tmp_path / "profile.json", tmp_path / "out.json"
-    dump_profile(PROFILE, prof)
-    out.write_text(json.dumps({"meta": {}, "runs": [_record()]}))
-    assert H.main(["--check", str(out), "--profile", str(prof), "--alpha", "5e-6",
-                   "--beta", "2e9"]) == 0
-    text = capsys.readouterr().out
-    assert "MEASURED" in text and "| emulated | 96 | 16 | 2x2 |" in text and "| 0.91 |" in text
-    assert H.main(["--check", str(out), "--profile", str(prof), "--alpha", "5e-6",
-                   "--beta", "2e9", "--format", "json"]) == 0
-    row, = json.loads(capsys.readouterr().out)  # plain JSON types throughout
-    assert row["ratio"] == pytest.approx(1 / 1.1) and row["traffic_exact"] is True
-    assert H.main(["--check", str(out), "--profile", str(prof), "--alpha", "5e-6",
-                   "--beta", "2e9", "--format", "json", "--panel", "streamed"]) == 0
-    assert json.loads(capsys.readouterr().out)[0]["predicted_s"] > row["predicted_s"]
-    with pytest.raises(SystemExit):
-        H.main(["--check", str(tmp_path / "missing.json"), "--profile", str(prof),
-                "--alpha", "1e-6", "--beta", "1e9"])
 
 
 _MPI = """

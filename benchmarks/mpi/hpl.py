@@ -64,6 +64,9 @@ parameters) and ``runs``, one record per run with:
     exact counts), as per-rank totals, and per kind (``panels``, ``pivots``,
     ``interchanges``, ``rhs``, ``decisions``) as ``[bytes, messages]``: rank 0's, and the
     largest over ranks (bytes and messages maximised apart).
+``rank_rates, panel_probe, interchange_probe``
+    The measured inputs ``python -m tme_model.hpl_network --check`` prices the run with, taken
+    on the grid after the warm-up (:mod:`benchmarks.mpi.hpl_probe`; absent with ``--no-probe``).
 """
 
 from __future__ import annotations
@@ -81,7 +84,8 @@ import numpy as np  # noqa: E402
 
 from ..hpl import (HEADER, RESIDUAL_LABEL, RULE, THIN, hpl_flops, hpl_problem,  # noqa: E402
                    scaled_residual)
-from .jobs import RankParser, abort_on_error, idle_barrier, sweep  # noqa: E402
+from .hpl_probe import grid_probe  # noqa: E402
+from .jobs import PROFILE, RankParser, abort_on_error, idle_barrier, sweep  # noqa: E402
 
 PHASES = ("panel", "triangular", "updates", "other", "communication")
 KINDS = ("emulated", "native")
@@ -165,8 +169,9 @@ def _timed(comm, kind: str, DA, DB):
 
 
 def run_case(comm, n: int, nb: int, shape, seed: int, repeats: int, refs: dict,
-             cores: int) -> list | None:
-    """Both kinds on ``comm``: their records on rank 0, ``None`` elsewhere."""
+             cores: int, profile: str | None = None) -> list | None:
+    """Both kinds on ``comm``: their records on rank 0, ``None`` elsewhere (with the
+    :func:`~benchmarks.mpi.hpl_probe.grid_probe` against the ``profile`` file)."""
     from mpi4py import MPI
 
     from ozaki import distributed as D
@@ -188,6 +193,7 @@ def run_case(comm, n: int, nb: int, shape, seed: int, repeats: int, refs: dict,
             solve(factor(Dw[0]), Dw[1])
         DA = D.scatter(ref["A"] if root else None, grid, block_size=nb)
         DB = D.scatter(ref["b"][:, None] if root else None, grid, block_size=nb)
+        probe = grid_probe(DA, profile, repeats=max(repeats, 2), seed=seed) if profile else {}
         for kind in KINDS:
             best, samples = None, []
             for _ in range(repeats):
@@ -220,7 +226,7 @@ def run_case(comm, n: int, nb: int, shape, seed: int, repeats: int, refs: dict,
                                  ("compensated", "compensated_products"))},
                    "bytes_sent": [sum(v[0] for v in t.values()) for t in sent],
                    "messages_sent": [sum(v[1] for v in t.values()) for t in sent],
-                   "traffic_rank0": sent[0], "traffic_max": traffic_max(sent)}
+                   "traffic_rank0": sent[0], "traffic_max": traffic_max(sent), **probe}
             out.append(rec)
     return out if root else None
 
@@ -252,6 +258,8 @@ def main(argv=None) -> int:
     p.add_argument("--no-small-products", action="store_true",
                    help="every product through the emulation (ozaki.set_small_products(False)),"
                         " the serial reference too")
+    p.add_argument("--profile", default=str(PROFILE), help="the probes' calibration profile")
+    p.add_argument("--no-probe", action="store_true", help="skip the model's measured inputs")
     p.add_argument("--json", metavar="FILE", help="write the runs as JSON (default: none)")
     p.add_argument("--plot", metavar="FILE", help="time and efficiency against ranks (png/svg)")
     a = p.parse_args(argv)
@@ -277,9 +285,10 @@ def main(argv=None) -> int:
         cases = [(size, (a.n, shape))]
     cores = len(os.sched_getaffinity(0))
     refs: dict = {}
+    profile = None if a.no_probe else a.profile
 
     def run(sub, case):
-        return run_case(sub, case[0], a.nb, case[1], a.seed, a.repeats, refs, cores)
+        return run_case(sub, case[0], a.nb, case[1], a.seed, a.repeats, refs, cores, profile)
 
     import ozaki
     with ozaki.set_small_products(not a.no_small_products):
@@ -346,6 +355,7 @@ def _report(runs: list[dict], a, cores: int, size: int) -> None:
                     "threads_per_rank": 1, "cpu": m["cpu"], "isa": m["summary"],
                     "ozaki": str(ozaki.resolve_options()), "n": a.n, "nb": a.nb,
                     "seed": a.seed, "sweep": a.sweep, "repeats": a.repeats,
+                    "profile": None if a.no_probe else a.profile,
                     "small_products": not a.no_small_products, "eps": 2.0 ** -53,
                     "threshold": 16.0,
                     "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
