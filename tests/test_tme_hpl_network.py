@@ -78,8 +78,8 @@ def brute_factor(n, nb, P, Q, p, q, piv):
                 tr.add("pivots", 8 * (3 + 2 * w) * (P - 1), P - 1)
         bcast(_Comm(Q, q), np.empty((len(rows) - rk, w)), pc, tr, "panels")
         bcast(_Comm(Q, q), np.empty(w + 1, np.int64), pc, tr, "pivots")
-        outside = np.r_[0:lc, lc + w:len(cols)] if q == pc else slice(None)
-        move_rows(_Comm(P, p), X, rows, composed(piv[k:e], k), nb, outside, tr)
+        outside = (slice(0, lc), slice(lc + w, None)) if q == pc else (slice(None),)
+        move_rows(_Comm(P, p), X, composed(piv[k:e], k), nb, outside, tr)
         if e < n:
             bcast(_Comm(P, p), np.empty((w, len(cols) - ce)), pr, tr, "panels")
     return tr.by_kind or {}
@@ -93,8 +93,8 @@ def brute_solve(n, nb, P, Q, p, q, nrhs, piv):
     rows = cyclic_indices(n, nb, P, p)
     tr = Traffic()
     tr.add("rhs", 8 * len(rows) * len(cyclic_indices(nrhs, nb, Q, q)) * (Q - 1), Q - 1)
-    move_rows(_Comm(P, p), np.zeros((len(rows), nrhs)), rows, composed(piv, 0), nb,
-              slice(None), tr)
+    move_rows(_Comm(P, p), np.zeros((len(rows), nrhs)), composed(piv, 0), nb,
+              (slice(None),), tr)
     for _ in ("lower", "upper"):
         for k in range(0, n, nb):
             w = min(nb, n - k)

@@ -118,11 +118,11 @@ def grid_probe(A, profile: str, *, repeats: int = 3, seed: int = 0) -> dict | No
                                                     grid.col, Traffic()), repeats))
         rows.append(len(mine))
     moves = composed(uniform_pivots(n, w, np.random.default_rng(seed)), 0)
-    outside = np.r_[w:A.local.shape[1]] if grid.q == 0 else slice(None)  # k = 0: column 0
+    outside = (slice(w, None),) if grid.q == 0 else (slice(None),)  # k = 0: column 0
     X = A.local.copy()
-    moved = _fastest(comm, lambda: partial(move_rows, grid.col, X, A.rows, moves, nb, outside,
+    moved = _fastest(comm, lambda: partial(move_rows, grid.col, X, moves, nb, outside,
                                            Traffic()), repeats)
-    columns = len(np.arange(X.shape[1])[outside])
+    columns = sum(len(range(X.shape[1])[c]) for c in outside)
     mine = (rates, rows, panel, moved_bytes(moves, nb, grid.P, grid.p, columns), moved)
     got = comm.gather(mine, root=0)
     if comm.Get_rank() != 0:

@@ -139,8 +139,8 @@ def _factor(W: np.ndarray, a: CyclicMatrix, run: Run) -> tuple[np.ndarray, int]:
         if zero < 0 and info[w] >= 0:
             zero = int(info[w])
         # 3. the interchanges outside the panel
-        outside = (np.r_[0:lc, lc + w:W.shape[1]] if grid.q == pc else slice(None))
-        run.comm(move_rows, grid.col, W, rows, composed(info[:w], k), nb, outside, run.tr)
+        outside = ((slice(0, lc), slice(lc + w, None)) if grid.q == pc else (slice(None),))
+        run.comm(move_rows, grid.col, W, composed(info[:w], k), nb, outside, run.tr)
         if e >= N:
             continue
         # 4. U12 on the diagonal process row, down each process column
@@ -200,12 +200,12 @@ def _lu_solve(lu_, piv, b, overwrite_b, return_info, run, transposed=False):
     X = run.comm(allgather_columns, b, run.tr)  # this rank's rows, every column
     moves = composed(np.asarray(piv), 0, reverse=transposed)
     if not transposed:
-        run.comm(move_rows, grid.col, X, lu_.rows, moves, nb, slice(None), run.tr)
+        run.comm(move_rows, grid.col, X, moves, nb, (slice(None),), run.tr)
         solve(Triangle(lu_, lower=True, unit=True), X, run)
         solve(Triangle(lu_, lower=False, unit=False), X, run)
     else:  # a^T = U^T L^T P^T
         solve(Triangle(lu_, lower=True, unit=False, transposed=True), X, run)
         solve(Triangle(lu_, lower=False, unit=True, transposed=True), X, run)
-        run.comm(move_rows, grid.col, X, lu_.rows, moves, nb, slice(None), run.tr)
+        run.comm(move_rows, grid.col, X, moves, nb, (slice(None),), run.tr)
     x = ensure_rhs(b, X, overwrite_b)
     return run.finish(x, return_info)

@@ -29,39 +29,41 @@ def composed(piv: np.ndarray, first: int, reverse: bool = False) -> dict[int, in
     return {r: s for r, s in rows.items() if r != s}
 
 
-def move_rows(comm, X: np.ndarray, rows: np.ndarray, moves: dict[int, int], nb: int,
-              cols, tr: Traffic) -> None:
+def move_rows(comm, X: np.ndarray, moves: dict[int, int], nb: int,
+              cols: tuple[slice, ...], tr: Traffic) -> None:
     """``X[r] <- X[src]`` for each ``r: src`` of ``moves`` (global rows), on the columns
-    ``cols`` (an index or slice) of this rank's rows ``X`` (global ``rows``), collective
-    over ``comm`` (the process column: rank ``p`` holds process row ``p``'s rows)."""
+    ``cols`` (slices) of this rank's rows ``X`` (its process row's rows of the
+    block-cyclic layout), collective over ``comm`` (the process column: rank ``p``
+    holds process row ``p``'s rows)."""
     P, me = comm.Get_size(), comm.Get_rank()
-    local = {int(r): i for i, r in enumerate(rows)} if moves else {}
-    cols = np.arange(X.shape[1])[cols]
-    ncols = len(cols)
-    order = sorted(moves)
-    out_rows = [[] for _ in range(P)]   # our rows to send to each rank, in ``order``
+    out_rows = [[] for _ in range(P)]   # our rows to send to each rank, in row order
     in_rows = [[] for _ in range(P)]    # where the rows from each rank go
     keep = []                           # (to, from) between our own rows
-    for r in order:
-        s = moves[r]
-        to, fr = owner(r, nb, P)[0], owner(s, nb, P)[0]
+    for r in sorted(moves):
+        (to, lt), (fr, lf) = owner(r, nb, P), owner(moves[r], nb, P)
         if fr == me and to == me:
-            keep.append((local[r], local[s]))
+            keep.append((lt, lf))
         elif fr == me:
-            out_rows[to].append(local[s])
+            out_rows[to].append(lf)
         elif to == me:
-            in_rows[fr].append(local[r])
+            in_rows[fr].append(lt)
+    width = [len(range(X.shape[1])[c]) for c in cols]
     send_idx = [i for d in range(P) for i in out_rows[d]]
-    send = np.ascontiguousarray(X[np.ix_(send_idx, cols)])
+    send = np.concatenate([X[send_idx, c] for c in cols], axis=1) if cols else \
+        np.empty((len(send_idx), 0), X.dtype)
     if keep:
         to, fr = (list(x) for x in zip(*keep))
-        X[np.ix_(to, cols)] = X[np.ix_(fr, cols)]
+        for c in cols:
+            X[to, c] = X[fr, c]
     if P == 1:
         return
+    ncols = sum(width)
     recv = np.empty((sum(len(x) for x in in_rows), ncols), X.dtype)
-    alltoallv(comm, send.reshape(-1), [len(x) * ncols for x in out_rows], recv.reshape(-1),
+    alltoallv(comm, np.ascontiguousarray(send).reshape(-1),
+              [len(x) * ncols for x in out_rows], recv.reshape(-1),
               [len(x) * ncols for x in in_rows], tr, "interchanges")
     dest = [i for f in range(P) for i in in_rows[f]]
     if dest:
-        X[np.ix_(dest, cols)] = recv
-
+        edges = np.cumsum([0] + width)
+        for c, a, b in zip(cols, edges[:-1], edges[1:]):
+            X[dest, c] = recv[:, a:b]
