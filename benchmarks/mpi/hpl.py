@@ -86,6 +86,7 @@ from ..hpl import (HEADER, RESIDUAL_LABEL, RULE, THIN, hpl_flops, hpl_problem,  
                    scaled_residual)
 from .hpl_probe import grid_probe  # noqa: E402
 from .jobs import PROFILE, RankParser, abort_on_error, idle_barrier, sweep  # noqa: E402
+from .plot import hpl_figure  # noqa: E402
 
 PHASES = ("panel", "triangular", "updates", "other", "communication")
 KINDS = ("emulated", "native")
@@ -364,46 +365,8 @@ def _report(runs: list[dict], a, cores: int, size: int) -> None:
         with open(a.json, "w") as fh:
             json.dump(doc, fh, indent=1)
     if a.plot:
-        figure(doc, a.plot)
+        hpl_figure(doc, a.plot)
         print(f"plot -> {a.plot}")
-
-
-def figure(doc: dict, path: str) -> None:
-    """Time and parallel efficiency against ranks, emulated and native (hollow markers:
-    oversubscribed runs)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    runs, meta = doc["runs"], doc["meta"]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
-    for kind, colour in (("emulated", "tab:blue"), ("native", "tab:orange")):
-        rs = sorted((r for r in runs if r["kind"] == kind), key=lambda r: r["ranks"])
-        if not rs:
-            continue
-        x = np.array([r["ranks"] for r in rs])
-        over = np.array([r["oversubscribed"] for r in rs])
-        eff = np.array([np.nan if r["efficiency"] is None else r["efficiency"] for r in rs])
-        for ax, y in ((axes[0], np.array([r["seconds"] for r in rs])), (axes[1], eff)):
-            ax.plot(x, y, "-", color=colour, alpha=0.5)
-            ax.plot(x[~over], y[~over], "o", color=colour, label=kind)
-            if over.any():
-                ax.plot(x[over], y[over], "o", mfc="none", color=colour,
-                        label=f"{kind}, oversubscribed")
-    axes[1].axhline(1.0, color="0.6", lw=0.8)
-    for ax, yl in zip(axes, ("time: factor + solve [s]", "parallel efficiency (T1 / (r Tr))")):
-        ax.set_xlabel("MPI ranks (one thread each)")
-        ax.set_ylabel(yl)
-        ax.set_xticks(sorted({r["ranks"] for r in runs}))
-        ax.grid(alpha=0.3)
-    axes[1].legend(fontsize=8)
-    sizes = ", ".join(f"{r['ranks']}: n={r['n']} {r['grid']}" for r in runs
-                      if r["kind"] == "native")
-    fig.suptitle(f"HPL, {meta['sweep'] or 'one'} sweep, nb {meta['nb']}, {meta['cores']} "
-                 f"cores ({meta['isa']}); {sizes}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 if __name__ == "__main__":

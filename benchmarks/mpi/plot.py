@@ -1,8 +1,27 @@
-"""The sweep plot of :mod:`benchmarks.mpi.summa` (matplotlib, Agg, rank 0 only)."""
+"""The sweep plots of :mod:`benchmarks.mpi.summa`, :mod:`~benchmarks.mpi.fft3d` and
+:mod:`~benchmarks.mpi.hpl` (matplotlib, Agg, rank 0 only)."""
 
 from __future__ import annotations
 
 import numpy as np
+
+KINDS = (("emulated", "tab:blue"), ("native", "tab:orange"))
+
+
+def by_ranks(runs: list, kind: str):
+    """The runs of ``kind`` in order of ranks, with their ranks and oversubscribed flags
+    as arrays."""
+    rs = sorted((r for r in runs if r["kind"] == kind), key=lambda r: r["ranks"])
+    return (rs, np.array([r["ranks"] for r in rs]),
+            np.array([r["oversubscribed"] for r in rs], bool))
+
+
+def _label_axes(axes, runs: list, ylabels) -> None:
+    for ax, yl in zip(axes, ylabels):
+        ax.set_xlabel("MPI ranks (one thread each)")
+        ax.set_ylabel(yl)
+        ax.set_xticks(sorted({r["ranks"] for r in runs}))
+        ax.grid(alpha=0.3)
 
 
 def sweep_figure(doc: dict, path: str) -> None:
@@ -14,15 +33,13 @@ def sweep_figure(doc: dict, path: str) -> None:
 
     runs, meta = doc["runs"], doc["meta"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
-    for kind, colour in (("emulated", "tab:blue"), ("native", "tab:orange")):
-        rs = sorted((r for r in runs if r["kind"] == kind), key=lambda r: r["ranks"])
+    for kind, colour in KINDS:
+        rs, x, over = by_ranks(runs, kind)
         if not rs:
             continue
-        x = np.array([r["ranks"] for r in rs])
         t = np.array([r["seconds"] for r in rs])
         tp = np.array([r["predicted_s"] for r in rs])
         n = np.array([r["n"] for r in rs], float)
-        over = np.array([r["oversubscribed"] for r in rs])
         for ax, y, yp in ((axes[0], t, tp), (axes[1], 2 * n ** 3 / t / 1e9,
                                               2 * n ** 3 / tp / 1e9)):
             ax.plot(x, yp, "--", color=colour, label=f"{kind}, modelled (TME + alpha-beta)")
@@ -33,11 +50,7 @@ def sweep_figure(doc: dict, path: str) -> None:
     label = {"strong": "strong scaling (fixed n)", "weak": "weak scaling (n ~ ranks^(1/3))"}
     sizes = ", ".join(f"{r['ranks']}: n={r['n']} {r['grid']}" for r in runs
                       if r["kind"] == "native")
-    for ax, yl in zip(axes, ("time [s]", "GFLOP/s (2 n^3 / t)")):
-        ax.set_xlabel("MPI ranks (one thread each)")
-        ax.set_ylabel(yl)
-        ax.set_xticks(sorted({r["ranks"] for r in runs}))
-        ax.grid(alpha=0.3)
+    _label_axes(axes, runs, ("time [s]", "GFLOP/s (2 n^3 / t)"))
     cores = meta["cores"]
     for ax in axes:
         ax.axvspan(cores + 0.5, max(r["ranks"] for r in runs) + 0.5, color="0.9", zorder=0)
@@ -93,6 +106,38 @@ def fft_figure(doc: dict, path: str) -> None:
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     ax.set_title(f"{meta['transform']} {meta['n']}^3, strong scaling on {cores} cores "
                  f"(pencils: 2x2)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def hpl_figure(doc: dict, path: str) -> None:
+    """Time and parallel efficiency against ranks, emulated and native (hollow markers:
+    oversubscribed runs)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs, meta = doc["runs"], doc["meta"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    for kind, colour in KINDS:
+        rs, x, over = by_ranks(runs, kind)
+        if not rs:
+            continue
+        eff = np.array([np.nan if r["efficiency"] is None else r["efficiency"] for r in rs])
+        for ax, y in ((axes[0], np.array([r["seconds"] for r in rs])), (axes[1], eff)):
+            ax.plot(x, y, "-", color=colour, alpha=0.5)
+            ax.plot(x[~over], y[~over], "o", color=colour, label=kind)
+            if over.any():
+                ax.plot(x[over], y[over], "o", mfc="none", color=colour,
+                        label=f"{kind}, oversubscribed")
+    axes[1].axhline(1.0, color="0.6", lw=0.8)
+    _label_axes(axes, runs, ("time: factor + solve [s]", "parallel efficiency (T1 / (r Tr))"))
+    axes[1].legend(fontsize=8)
+    sizes = ", ".join(f"{r['ranks']}: n={r['n']} {r['grid']}" for r in runs
+                      if r["kind"] == "native")
+    fig.suptitle(f"HPL, {meta['sweep'] or 'one'} sweep, nb {meta['nb']}, {meta['cores']} "
+                 f"cores ({meta['isa']}); {sizes}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
