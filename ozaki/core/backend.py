@@ -217,6 +217,19 @@ class Backend(Protocol):
         (:func:`ozaki.core.certify.componentwise`), with per-entry ``ratio`` and
         ``bound`` for the first count when they have entries."""
 
+    def refined_ratios(self, G, U, rF, cF, nA, nB, sigma, tau, de, df, e, f, R, g2, safety,
+                       rows, cols, ratio, bound) -> None:
+        """The refinement's fine ratio on the block ``(rows, cols)`` of one slice's ``ratio``
+        (m, n), and its bound unless ``bound`` is ``None``: each lowered in place to the
+        minimum (NaN-propagating) of the two (:meth:`ozaki.core.certify.Refinement.certify`;
+        the formula and its order: :func:`ozaki.backends.numpy.certificate.refined_ratios`).
+        ``rows`` and ``cols`` are strictly increasing."""
+
+    def add_nonzeros(self, op: Operand, planes) -> None:
+        """``planes += [x != 0 and x finite]`` entry by entry (``+ 1.0`` or ``+ 0.0``): the
+        upper operands ``F + I`` of the refinement from the floors ``planes`` (FP64, the
+        product's shape, :meth:`quantize`'s of ``op``)."""
+
     def normwise_maxima(self, E, zero, lo2, hi1, shift):
         """Per slice ``(max x, max alpha)`` of :meth:`ozaki.core.certify.Normwise.terms`."""
 

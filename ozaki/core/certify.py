@@ -50,6 +50,7 @@ as in accurate mode, since no bound below it can hold).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -220,7 +221,9 @@ class Refinement:
     (the fine one would over-count by the quantisation range), capped by
     ``T <= 2 |A||B| <= 2 U'``. Everything is exact integer data, so the outcome
     is the same on every engine. Fields are per block row (``rows``) and column
-    (``cols``); ``rF``, ``cF``, ``c`` are the coarse sums and nonzero minima.
+    (``cols``); ``rF``, ``cF`` are the coarse floor sums, ``nA``, ``nB`` the
+    nonzero counts (the coarse term's ``c = min(nA_i, nB_j)``); ``backend`` runs
+    the per-entry pass (:meth:`ozaki.core.backend.Backend.refined_ratios`).
     """
 
     rows: np.ndarray
@@ -231,63 +234,60 @@ class Refinement:
     f: np.ndarray
     rF: np.ndarray
     cF: np.ndarray
-    c: np.ndarray
+    nA: np.ndarray
+    nB: np.ndarray
+    backend: Any
 
     def certify(self, sigma, tau, e, f, plan, ratio, bound=None) -> tuple[float, int]:
         """Improve one slice's coarse ``ratio`` (m, n) on this block; ``(max ratio, fails)``.
 
         ``sigma`` (m,), ``tau`` (n,), ``e``, ``f`` are the slice's coarse shifts and
-        quantisation exponents; ``bound`` (m, n) is improved likewise.
+        quantisation exponents; ``bound`` (m, n) is improved likewise. Per entry of
+        the block (:func:`ozaki.backends.numpy.certificate.refined_ratios`, the
+        formula in its order of operations): the coarse truncation term in the fine
+        units ``2**-(e' + f')``, capped by ``2 U'``, plus the reconstruction and
+        subnormal terms, over ``u G'`` (``u = 2**-53``: the target ``u |A||B|`` is at
+        least ``u 2**-(e' + f') G'``); a term that overflows (exponents near the ends of
+        the range) is inf: the entry then fails, which is the conservative outcome.
         """
-        ix = np.ix_(self.rows, self.cols)
-        sig, ta = sigma[self.rows], tau[self.cols]
-        de = (self.e - e[self.rows])[:, None]  # fine units are 2**-(e' + f')
-        df = (self.f - f[self.cols])[None, :]
-        # a term that overflows (exponents near the ends of the range) is inf: the entry
-        # then fails, which is the conservative outcome
-        with np.errstate(over="ignore"):
-            coarse_T = (np.ldexp(1.0, -sig)[:, None] * (self.cF[None, :] + self.c)
-                        + np.ldexp(1.0, -ta)[None, :] * (self.rF[:, None] + self.c))
-            T = np.minimum(np.ldexp(coarse_T, de + df), 2.0 * self.U)
-            ps = np.ldexp(1.0, -(sig[:, None] - de))  # 2**-(s - e')
-            pt = np.ldexp(1.0, -(ta[None, :] - df))
-            ef = self.e[:, None] + self.f[None, :]
-            sub = np.ldexp(1.0, np.maximum(ef - 1075, -100))
-            num = ((T + (ps * pt) * plan.rounding) + 2 * plan.gamma2 * self.U
-                   + sub) * _SAFETY
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # inf: fails
-            fine = np.where(self.U == 0, 0.0,
-                            np.where(self.G > 0, num / (U * self.G), np.inf))
-        ratio[ix] = np.minimum(ratio[ix], fine)
-        if bound is not None:
-            with np.errstate(over="ignore"):  # inf is a valid (useless) bound
-                fine_bound = np.where(self.U == 0, 0.0, np.ldexp(num, -ef) + 5e-324)
-            bound[ix] = np.minimum(bound[ix], fine_bound)
+        rows, cols = self.rows, self.cols
+        self.backend.refined_ratios(
+            self.G, self.U, self.rF, self.cF, self.nA, self.nB, sigma[rows], tau[cols],
+            self.e - e[rows], self.f - f[cols],  # fine units are 2**-(e' + f')
+            self.e, self.f, plan.rounding, plan.gamma2, _SAFETY, rows, cols, ratio, bound)
         return float(ratio.max(initial=0.0)), int((ratio > 1).sum())
+
+
+def _take_lines(X, ix, axis: int):
+    """``X`` restricted to the lines ``ix`` along ``axis``: ``X`` itself (no copy) when
+    ``ix`` is every line in order, else the gathered copy (the same entries)."""
+    if len(ix) == X.shape[axis] and np.array_equal(ix, np.arange(X.shape[axis])):
+        return X
+    return X[ix] if axis == 0 else X[:, ix]
 
 
 def refinement(backend, A, B, rows, cols, la, lb, k, rF, cF, nA, nB) -> Refinement:
     """Exact FP64 bound GEMMs of the failing rows of ``A`` (m, k) and columns of ``B``.
 
     ``la``, ``lb``: the slice's :class:`ozaki.core.decisions.Lines`; ``rF``, ``cF``,
-    ``nA``, ``nB`` its coarse floor sums and nonzero counts (see :class:`Refinement`)."""
+    ``nA``, ``nB`` its coarse floor sums and nonzero counts (see :class:`Refinement`);
+    ``rows`` and ``cols`` are strictly increasing. A block of every row (column) reads
+    ``A`` (``B``) in place; the floors, and ``F + I``, are the same either way."""
     r = min(20, (53 - int(np.ceil(np.log2(max(k, 1))))) // 2 - 1)
     (Ea, za), (Eb, zb) = la.exponents, lb.exponents
     e = scaling.accurate_quantizers(Ea[rows], za[rows], r)
     f = scaling.accurate_quantizers(Eb[cols], zb[cols], r)
-    Asub, Bsub = A[rows][None], B[:, cols][None]
+    Asub, Bsub = _take_lines(A, rows, 0)[None], _take_lines(B, cols, 1)[None]
     oa, ob = backend.operand(Asub, 0), backend.operand(Bsub, 1)
     xp = backend.xp
     FA = xp.ascontiguousarray(backend.quantize(oa, e[None], xp.empty(oa.layout(1)))[0])
     FB = xp.ascontiguousarray(backend.quantize(ob, f[None], xp.empty(ob.layout(1)))[0])
     exact = backend.exact_engine()
     G = exact.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1)
-    with np.errstate(invalid="ignore"):
-        FA += (Asub[0] != 0) & np.isfinite(Asub[0])
-        FB += (Bsub[0] != 0) & np.isfinite(Bsub[0])
+    backend.add_nonzeros(oa, FA[None])  # F + I: the floors' upper neighbours
+    backend.add_nonzeros(ob, FB[None])
     U = exact.matmul(FA, FB, 2 ** r, 2 ** r)
-    c = np.minimum(nA[rows][:, None], nB[cols][None, :]).astype(np.float64)
-    return Refinement(rows, cols, G, U, e, f, rF[rows], cF[cols], c)
+    return Refinement(rows, cols, G, U, e, f, rF[rows], cF[cols], nA[rows], nB[cols], backend)
 
 
 @dataclass

@@ -3,7 +3,8 @@
 Implements :class:`ozaki.core.backend.Backend`. The compiled passes
 (:mod:`~ozaki.backends.cpu.lines`, :mod:`~ozaki.backends.cpu.residues`,
 :mod:`~ozaki.backends.cpu.reconstruct`, :mod:`~ozaki.backends.cpu.bounds`,
-:mod:`~ozaki.backends.cpu.exactdot`, :mod:`~ozaki.backends.cpu.dot2`) release the GIL
+:mod:`~ozaki.backends.cpu.refinement`, :mod:`~ozaki.backends.cpu.exactdot`,
+:mod:`~ozaki.backends.cpu.dot2`) release the GIL
 and run on the threads of :mod:`ozaki.backends.cpu.parallel` (no lock, safe across
 ``fork``); the exact products run on the host engines (:mod:`ozaki.backends.engines`).
 Nothing here changes process-wide state: no BLAS thread limit, no environment
@@ -24,7 +25,7 @@ from ...core.moduli import modular_constants, short_bound
 from ...core.scope import scoped
 from ...core.scaling import fits_split
 from ..host import HostEngines
-from . import bounds, dot2, exactdot, lines, parallel, reconstruct, residues
+from . import bounds, dot2, exactdot, lines, parallel, reconstruct, refinement, residues
 
 __all__ = ["CPUBackend", "pow2mod", "MAX_EXPONENT"]
 
@@ -278,6 +279,14 @@ class CPUBackend(HostEngines):
                              ratio, bound, probe):
         return bounds.componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f,
                                            safety, ratio, bound, probe)
+
+    def refined_ratios(self, G, U, rF, cF, nA, nB, sigma, tau, de, df, e, f, R, g2, safety,
+                       rows, cols, ratio, bound) -> None:
+        refinement.refined_ratios(G, U, rF, cF, nA, nB, sigma, tau, de, df, e, f, R, g2,
+                                  safety, rows, cols, ratio, bound)
+
+    def add_nonzeros(self, op: Operand, planes) -> None:
+        refinement.add_nonzeros(op.bits, op.T, planes)
 
     def normwise_maxima(self, E, zero, lo2, hi1, shift):
         return bounds.normwise_maxima(E, zero, lo2, hi1, shift)

@@ -194,6 +194,19 @@ class NumPyBackend(HostEngines):
         return certificate.componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f,
                                                 safety, ratio, bound, probe)
 
+    def refined_ratios(self, G: np.ndarray, U: np.ndarray, rF: np.ndarray, cF: np.ndarray,
+                       nA: np.ndarray, nB: np.ndarray, sigma: np.ndarray, tau: np.ndarray,
+                       de: np.ndarray, df: np.ndarray, e: np.ndarray, f: np.ndarray,
+                       R: float, g2: float, safety: float, rows: np.ndarray,
+                       cols: np.ndarray, ratio: np.ndarray, bound: np.ndarray | None) -> None:
+        """The refinement's fine ratio (and bound) on a block, lowered in place."""
+        certificate.refined_ratios(G, U, rF, cF, nA, nB, sigma, tau, de, df, e, f, R, g2,
+                                   safety, rows, cols, ratio, bound)
+
+    def add_nonzeros(self, op: Operand, planes: np.ndarray) -> None:
+        """``planes += [x != 0 and x finite]``: the refinement's upper operands."""
+        certificate.add_nonzeros(op.X, planes)
+
     def normwise_maxima(self, E: np.ndarray, zero: np.ndarray, lo2: np.ndarray,
                         hi1: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per slice ``(max x, max alpha)`` of the fast mode's normwise terms."""

@@ -19,7 +19,7 @@ import numpy as np
 from .ieee import ldexp, pow2
 
 __all__ = ["upper", "upper_rowmax", "upper_scaled_colmax", "componentwise_ratios",
-           "normwise_maxima"]
+           "refined_ratios", "add_nonzeros", "normwise_maxima"]
 
 _U = 2.0 ** -53
 
@@ -138,6 +138,77 @@ def componentwise_ratios(G, rF, cF, nA, nB, sigma, tau, R, g2, e, f, safety, rat
             if q == 0 and np.size(bound):
                 bound[...] = np.where(live & (nj > 0.0), ldexp(num, -ef) + 5e-324, 0.0)
     return maxima, fails
+
+
+def refined_ratios(G, U, rF, cF, nA, nB, sigma, tau, de, df, e, f, R, g2, safety, rows, cols,
+                   ratio, bound) -> None:
+    """The refinement's ratio on the block ``ix = np.ix_(rows, cols)``
+    (:class:`ozaki.core.certify.Refinement`): the reference formulation.
+
+    ``ratio[ix] = minimum(ratio[ix], fine)``, and likewise ``bound`` unless it is ``None``,
+    with per entry ``(i, j)`` of the block, in this order (``c = min(nA_i, nB_j)``, the
+    coarse shifts ``sigma_i``, ``tau_j``, ``de_i + df_j`` the fine units' offset,
+    ``ef = e_i + f_j`` the fine quantisation exponents, ``u = 2**-53``)::
+
+        coarse_T = ldexp(1, -sigma_i) (cF_j + c) + ldexp(1, -tau_j) (rF_i + c)
+        T        = minimum(ldexp(coarse_T, de_i + df_j), 2 U_ij)
+        sub      = ldexp(1, max(ef - 1075, -100))
+        num      = ((T + (ldexp(1, de_i - sigma_i) ldexp(1, df_j - tau_j)) R)
+                    + (2 g2) U_ij + sub) * safety
+        fine     = 0 if U_ij == 0 else num / (u G_ij) if G_ij > 0 else inf
+        bound    : 0 if U_ij == 0 else ldexp(num, -ef) + 5e-324
+
+    (``np.minimum`` propagates NaN; a term that overflows is inf and the entry fails,
+    the conservative outcome). ``u`` is the unit roundoff, not ``U``: the ratio is the
+    bound over the target ``u |A||B|``, bounded below by ``u 2**-ef G``.
+
+    Parameters
+    ----------
+    G, U : ndarray, shape (r, c)
+        The fine lower and upper bound GEMMs of the block (exact integers, FP64).
+    rF, nA, sigma, de, e : ndarray, shape (r,)
+        The block rows' coarse floor sums and nonzero counts, the coarse extra shifts,
+        ``e' - e`` and the fine quantisation exponents ``e'`` (integers).
+    cF, nB, tau, df, f : ndarray, shape (c,)
+        The same for the block's columns.
+    R, g2, safety : float
+        The plan's ``rounding`` and ``gamma2``, the relative safety factor.
+    rows, cols : ndarray of int, shapes (r,), (c,)
+        The block's rows and columns in ``ratio``, strictly increasing.
+    ratio, bound : ndarray, shape (m, n)
+        The slice's ratios (and absolute bounds, or ``None``), lowered in place.
+    """
+    ix = np.ix_(rows, cols)
+    G, U = np.asarray(G, np.float64), np.asarray(U, np.float64)
+    rF, cF = np.asarray(rF, np.float64), np.asarray(cF, np.float64)
+    sig, ta = np.asarray(sigma, np.int64), np.asarray(tau, np.int64)
+    de, df = np.asarray(de, np.int64)[:, None], np.asarray(df, np.int64)[None, :]
+    e, f = np.asarray(e, np.int64), np.asarray(f, np.int64)
+    c = np.minimum(np.asarray(nA, np.int64)[:, None],
+                   np.asarray(nB, np.int64)[None, :]).astype(np.float64)
+    with np.errstate(over="ignore"):
+        coarse_T = (np.ldexp(1.0, -sig)[:, None] * (cF[None, :] + c)
+                    + np.ldexp(1.0, -ta)[None, :] * (rF[:, None] + c))
+        T = np.minimum(np.ldexp(coarse_T, de + df), 2.0 * U)
+        ps = np.ldexp(1.0, -(sig[:, None] - de))  # 2**-(s - e')
+        pt = np.ldexp(1.0, -(ta[None, :] - df))
+        ef = e[:, None] + f[None, :]
+        sub = np.ldexp(1.0, np.maximum(ef - 1075, -100))
+        num = ((T + (ps * pt) * R) + 2 * g2 * U + sub) * safety
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # inf: fails
+        fine = np.where(U == 0, 0.0, np.where(G > 0, num / (_U * G), np.inf))
+    ratio[ix] = np.minimum(ratio[ix], fine)
+    if bound is not None:
+        with np.errstate(over="ignore"):  # inf is a valid (useless) bound
+            fine_bound = np.where(U == 0, 0.0, np.ldexp(num, -ef) + 5e-324)
+        bound[ix] = np.minimum(bound[ix], fine_bound)
+
+
+def add_nonzeros(X, planes) -> None:
+    """``planes += (X != 0) & isfinite(X)``: the upper bound operands ``F + I`` from the
+    floors ``F`` (FP64 integers, in place; ``X`` the operand, of the planes' shape)."""
+    with np.errstate(invalid="ignore"):
+        planes += (X != 0) & np.isfinite(X)
 
 
 def _running_max(v: np.ndarray) -> np.ndarray:
