@@ -16,6 +16,14 @@ def by_ranks(runs: list, kind: str):
             np.array([r["oversubscribed"] for r in rs], bool))
 
 
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend (no display needed)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
 def _label_axes(axes, runs: list, ylabels) -> None:
     for ax, yl in zip(axes, ylabels):
         ax.set_xlabel("MPI ranks (one thread each)")
@@ -27,9 +35,7 @@ def _label_axes(axes, runs: list, ylabels) -> None:
 def sweep_figure(doc: dict, path: str) -> None:
     """Time and GFLOP/s against ranks: measured (markers; hollow where oversubscribed)
     and modelled (dashed), emulated and native."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     runs, meta = doc["runs"], doc["meta"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
@@ -68,9 +74,7 @@ def fft_figure(doc: dict, path: str) -> None:
     """Strong scaling of the distributed 3-D FFT: time against ranks, slabs (circles) and
     pencils (squares), emulated and native plans, measured (hollow where oversubscribed)
     and modelled (crosses, dotted)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     runs, meta = doc["runs"], doc["meta"]
     fig, ax = plt.subplots(figsize=(9.6, 4.4))
@@ -114,9 +118,7 @@ def fft_figure(doc: dict, path: str) -> None:
 def hpl_figure(doc: dict, path: str) -> None:
     """Time and parallel efficiency against ranks, emulated and native (hollow markers:
     oversubscribed runs)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     runs, meta = doc["runs"], doc["meta"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
