@@ -1,4 +1,5 @@
-"""Ozaki Scheme II over MPI: a process grid, block-distributed matrices, SUMMA.
+"""Ozaki Scheme II over MPI: a process grid, block-distributed matrices, SUMMA, and the
+LU and Cholesky factorisations on a block-cyclic layout (HPL).
 
 ``mpi4py`` is imported here only (``pip install 'ozaki-emu[mpi]'``); ``import ozaki``
 never imports it.

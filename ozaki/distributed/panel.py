@@ -100,7 +100,7 @@ def factor_panel(P: np.ndarray, rows: np.ndarray, k: int, comm, tr: Traffic, *,
     process column, ranks in the order of the process rows).
 
     ``group`` columns are factored at a time, the rest of the panel receiving their
-    steps afterwards (see :func:`_steps`); ``kernel``: a single process column uses the
+    steps afterwards, as the module docstring says; ``kernel``: a single process column uses the
     serial kernel (with ``False``, the steps here, to check one against the other).
     Returns ``(piv, zero)``: the global pivot rows of the steps ``k..k+w-1`` (int64, the
     same on every rank) and the first step whose pivot is exactly zero, or -1.
