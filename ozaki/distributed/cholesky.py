@@ -30,9 +30,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..linalg import kernels
-from .cyclic import CyclicMatrix, cyclic_indices, owner
-from .factor import Run, agree_factor, allgather_columns, ensure_rhs
-from .traffic import bcast, gather_blocks
+from .cyclic import CyclicMatrix, owner
+from .factor import Run, agree_factor, allgather_columns, allgather_lines, ensure_rhs
+from .traffic import bcast
 from .triangular import Triangle, solve
 
 __all__ = ["cho_factor", "cho_solve"]
@@ -104,14 +104,8 @@ def _whole_rows(v: _View, part: np.ndarray, first: int, n: int, nb: int, root: i
                 run: Run) -> np.ndarray:
     """The rows ``first..n`` of a block column whose rows ``part`` (this rank's, ``>=
     first``) process column ``root`` holds: whole, in order, on every rank."""
-    w = part.shape[1]
-    whole = np.empty((n - first, w))
-    if v.q == root:
-        pieces = run.comm(gather_blocks, v.col, np.ascontiguousarray(part), None)
-        run.tr.add("panels", part.nbytes * (v.P - 1), v.P - 1)
-        for p, piece in enumerate(pieces):
-            idx = cyclic_indices(n, nb, v.P, p)
-            whole[idx[idx >= first] - first] = piece
+    whole = (run.comm(allgather_lines, v.col, part, 0, n, nb, run.tr, "panels", first)
+             if v.q == root else np.empty((n - first, part.shape[1])))
     run.comm(bcast, v.row, whole, root, run.tr, "panels")
     return whole
 

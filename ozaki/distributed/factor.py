@@ -13,12 +13,13 @@ from ..api.front import scaled_sum
 from ..core.kind import REAL
 from ..core.pipeline import Options
 from ..linalg.info import Recorder, result
-from .cyclic import CyclicMatrix
+from .cyclic import CyclicMatrix, cyclic_indices
 from .grid import agree
 from .traffic import Traffic, gather_blocks
 from .update import Blocks, product
 
-__all__ = ["Blocks", "Run", "agree_factor", "allgather_columns", "ensure_rhs"]
+__all__ = ["Blocks", "Run", "agree_factor", "allgather_lines", "allgather_columns",
+           "ensure_rhs"]
 
 
 class Run:
@@ -49,17 +50,17 @@ class Run:
         t = time.perf_counter()
         if self.native:
             np.subtract(C, L @ U, out=C)
-            info.seconds["updates"] += time.perf_counter() - t
-            info.products += 1
-            return
-        X, inf = product(L, U, rows, cols, shape, blocks, self.opts, REAL, self.tr)
-        scaled_sum(X, -1.0, 1.0, C, C)
+            path = "native"
+        else:
+            X, inf = product(L, U, rows, cols, shape, blocks, self.opts, REAL, self.tr)
+            scaled_sum(X, -1.0, 1.0, C, C)
+            path = inf.path
         dt = time.perf_counter() - t
         info.seconds["updates"] += dt
         info.products += 1
-        if inf.path == "compensated":
+        if path == "compensated":
             info.compensated_products += 1
-        else:
+        elif path != "native":
             info.emulated_products += 1
             info.emulated_seconds += dt
 
@@ -138,16 +139,32 @@ def agree_factor(routine: str, a, check_finite: bool, product_options: dict, *,
     return got["opts"], got["popts"]
 
 
+def allgather_lines(comm, part: np.ndarray, axis: int, size: int, nb: int, tr: Traffic,
+                    kind: str, first: int = 0) -> np.ndarray:
+    """The lines ``first..size`` along ``axis`` of a block-cyclic matrix whose ranks of
+    ``comm`` (rank ``i`` holding the lines ``cyclic_indices(size, nb, comm size, i)``)
+    pass their lines ``>= first`` as ``part``: joined in global order on every rank of
+    ``comm`` (a new array; counted as ``kind`` in ``tr``)."""
+    pieces = gather_blocks(comm, np.ascontiguousarray(part), None)
+    s = comm.Get_size()
+    tr.add(kind, part.nbytes * (s - 1), s - 1)
+    shape = list(part.shape)
+    shape[axis] = size - first
+    whole = np.empty(shape, part.dtype)
+    for i, piece in enumerate(pieces):
+        idx = cyclic_indices(size, nb, s, i)
+        where = idx[idx >= first] - first
+        if axis == 0:
+            whole[where] = piece
+        else:
+            whole[:, where] = piece
+    return whole
+
+
 def allgather_columns(b: CyclicMatrix, tr: Traffic) -> np.ndarray:
     """This rank's rows of ``b`` with every column, in global order (a new C-ordered array,
     the same on each rank of the process row)."""
-    got = gather_blocks(b.grid.row, b.local, None)
-    tr.add("rhs", b.local.nbytes * (b.grid.Q - 1), b.grid.Q - 1)
-    X = np.empty((b.local.shape[0], b.shape[1]))
-    from .cyclic import cyclic_indices
-    for q, piece in enumerate(got):
-        X[:, cyclic_indices(b.shape[1], b.block_size, b.grid.Q, q)] = piece
-    return X
+    return allgather_lines(b.grid.row, b.local, 1, b.shape[1], b.block_size, tr, "rhs")
 
 
 def ensure_rhs(b: CyclicMatrix, X: np.ndarray, overwrite_b: bool) -> CyclicMatrix:

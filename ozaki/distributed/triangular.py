@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..linalg import kernels
-from .cyclic import CyclicMatrix, cyclic_indices, owner
-from .factor import Blocks, Run
-from .traffic import bcast, gather_blocks
+from .cyclic import CyclicMatrix, owner
+from .factor import Blocks, Run, allgather_lines
+from .traffic import bcast
 
 __all__ = ["Triangle", "solve"]
 
@@ -58,13 +58,8 @@ def _block_column(T: Triangle, k: int, e: int, run: Run) -> np.ndarray:
         return col
     # T[rows, k:e] = C[k:e, rows]^T: the block row of C, whole, on every rank
     pr, lr = owner(k, nb, grid.P)
-    whole = np.empty((w, C.shape[1]))
-    if grid.p == pr:
-        pieces = run.comm(gather_blocks, grid.row, np.ascontiguousarray(C.local[lr:lr + w]),
-                          None)
-        run.tr.add("panels", C.local[lr:lr + w].nbytes * (grid.Q - 1), grid.Q - 1)
-        for q, piece in enumerate(pieces):
-            whole[:, cyclic_indices(C.shape[1], nb, grid.Q, q)] = piece
+    whole = (run.comm(allgather_lines, grid.row, C.local[lr:lr + w], 1, C.shape[1], nb,
+                      run.tr, "panels") if grid.p == pr else np.empty((w, C.shape[1])))
     run.comm(bcast, grid.col, whole, pr, run.tr, "panels")
     return np.ascontiguousarray(whole[:, C.rows].T)
 
