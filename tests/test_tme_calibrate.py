@@ -79,7 +79,15 @@ def test_predict_gemm_structure(quick_profile):
         assert flat.predict_gemm(scheme, N, "fast", n, n, n, engine="cpu-blas").gemm_s == pytest.approx(N * one64)
         assert flat.predict_gemm(scheme, N, "accurate", n, n, n, engine="cpu-blas").gemm_s == pytest.approx((N + 1) * one64)
         refined = prof.predict_gemm(scheme, N, "accurate", n, n, n, engine="cpu-blas", refined_block=(10, 20))
-        assert refined.gemm_s - acc.gemm_s == pytest.approx(2 * prof.native_gemm_s(10, 20, n))
+        # one FP64 GEMM of the block by default (lines without zeros), as many as given
+        assert refined.gemm_s - acc.gemm_s == pytest.approx(prof.native_gemm_s(10, 20, n))
+        three = prof.predict_gemm(scheme, N, "accurate", n, n, n, engine="cpu-blas",
+                                  refined_block=(10, 20), refined_gemms=3)
+        assert three.gemm_s - acc.gemm_s == pytest.approx(3 * prof.native_gemm_s(10, 20, n))
+        for bad in (-1, 4, 1.5, True):
+            with pytest.raises(ValueError, match="refined_gemms"):
+                prof.predict_gemm(scheme, N, "accurate", n, n, n, refined_block=(10, 20),
+                                  refined_gemms=bad)
         with pytest.raises(ValueError, match="refined_block"):
             prof.predict_gemm(scheme, N, "accurate", n, n, n, refined_block=(-1, 3))
         for t in (fast, acc):
@@ -225,3 +233,14 @@ def test_restate_rows_with_min(quick_profile):
     assert [r["measured_s"] for r in lo] == [1.0, 4.0] and [r["measured_s"] for r in med] == [2.0, 5.0]
     assert lo[1]["predicted_s"] == pytest.approx(prof.predict_gemm("int8", 16, "fast", 64, 64, 64, engine="cpu-blas").total_s)
     assert "measured_phases" not in lo[1] and lo[0]["ratio"] == pytest.approx(lo[0]["predicted_s"])
+
+
+def test_refined_gemms_of_a_record():
+    """The refinement's FP64 GEMMs from a cpu-blas record: ``gemms - N - 1``."""
+    from tme_model.calibration.fitting import refined_gemms
+
+    rec = {"num_moduli": 16, "refined_block": [40, 50]}
+    assert refined_gemms({**rec, "gemms": 18}) == 1  # G' only: no zero in the lines
+    assert refined_gemms({**rec, "gemms": 20}) == 3  # G' and both partial U' GEMMs
+    assert refined_gemms(rec) == 1  # an older record without the count
+    assert refined_gemms({"num_moduli": 16, "refined_block": [0, 0], "gemms": 17}) == 1

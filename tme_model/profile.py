@@ -219,7 +219,8 @@ class Profile:
 
     def predict_gemm(self, scheme: str, moduli: int, mode: str, m: int, n: int, k: int,
                      engine: str | None = None,
-                     refined_block: tuple[int, int] = (0, 0)) -> GemmTime:
+                     refined_block: tuple[int, int] = (0, 0),
+                     refined_gemms: int = 1) -> GemmTime:
         """Predict the time of ``ozaki.dgemm`` on an (m x k) by (k x n) product.
 
         Parameters
@@ -236,8 +237,13 @@ class Profile:
             Engine; the fastest measured one by default.
         refined_block : (int, int), optional
             Rows and columns of the block the accurate-mode certificate refined
-            (``info.refined_block``, data-dependent): two native FP64 GEMMs of that
-            block are added to gemm.
+            (``info.refined_block``, data-dependent): ``refined_gemms`` native FP64
+            GEMMs of that block are added to gemm.
+        refined_gemms : int, optional
+            The refinement's FP64 GEMMs (``info.gemms`` less the products and the
+            bound GEMM): 1, its lower bound, where the block's lines hold no zero (the
+            upper bound then follows from line sums); up to 2 more, on the lines that
+            do, each counted here at the block's size (an upper estimate).
 
         Returns
         -------
@@ -269,8 +275,11 @@ class Profile:
         rows, cols = refined_block
         if any(isinstance(x, bool) or int(x) != x or x < 0 for x in (rows, cols)):
             raise ValueError(f"refined_block must be two integers >= 0, got {refined_block!r}")
+        if isinstance(refined_gemms, bool) or int(refined_gemms) != refined_gemms \
+                or not 0 <= refined_gemms <= 3:
+            raise ValueError(f"refined_gemms must be an integer in [0, 3], got {refined_gemms!r}")
         if rows and cols:
-            gemm_s += 2.0 * self.native_gemm_s(rows, cols, k)
+            gemm_s += int(refined_gemms) * self.native_gemm_s(rows, cols, k)
         ph = self.phases.get(scheme, PhaseCosts())
         n_in, n_out = m * k + k * n, m * n
         scale = ph.scale_s_per_element + (ph.accurate_scale_s_per_element if mode == "accurate" else 0.0)

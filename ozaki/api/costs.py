@@ -36,7 +36,7 @@ def exact_gemms(k: int, *, scheme: str = "fp64", num_moduli: int = 6, mode: str 
         bounds (:meth:`~ozaki.Engine.blocks` gives its exact blocks). In
         accurate mode the first is the bound GEMM; then, modulus by modulus, the
         products (k-blocked, FP8 digits: three per block). The data-dependent
-        refinement (two FP64 GEMMs on a failing block, ``info.refined_block``) is
+        refinement (FP64 GEMMs on a failing block, ``info.refined_block``) is
         not included. The entries of one modulus's k-blocks together count as
         :func:`~ozaki.core.products.gemms_per_modulus` GEMMs in ``info.gemms``.
     """

@@ -208,16 +208,17 @@ def componentwise(backend, G, rF, cF, nA, nB, e, f, scheme: str, counts, *, rati
 
 @dataclass
 class Refinement:
-    """Exact FP64 bound GEMMs at a finer quantisation, for a block of one slice's entries.
+    """Exact FP64 bounds at a finer quantisation, for a block of one slice's entries.
 
     The coarse bound quantises to the scheme unit's range (16 on FP8): small
     entries floor to 0 and the lower bound of ``|A||B|`` can vanish; its upper
     bound also cannot see structural zeros (``A = B = I``). For the rows and
-    columns holding uncertified entries, two exact FP64 GEMMs at ``r'`` bits
+    columns holding uncertified entries, exact FP64 products at ``r'`` bits
     (``r' = min(20, (53 - log2 k) / 2 - 1)``, quantisation exponents ``e'``,
     ``f'``) give the lower bound ``G' = F_A F_B`` and the upper bound
     ``U' = (F_A + I_A)(F_B + I_B)`` (``I`` the nonzero indicators), which is 0
-    exactly for structural zeros. The truncation term keeps the coarse bound
+    exactly for structural zeros (a GEMM only on lines that hold zeros; elsewhere
+    ``U'`` follows from ``G'`` and line sums, exactly: :func:`upper_product`). The truncation term keeps the coarse bound
     (the fine one would over-count by the quantisation range), capped by
     ``T <= 2 |A||B| <= 2 U'``. Everything is exact integer data, so the outcome
     is the same on every engine. Fields are per block row (``rows``) and column
@@ -237,6 +238,8 @@ class Refinement:
     nA: np.ndarray
     nB: np.ndarray
     backend: Any
+    #: Exact GEMM calls made (``G'``, and ``U'`` where lines hold zeros: 1 to 3).
+    gemms: int = 2
 
     def certify(self, sigma, tau, e, f, plan, ratio, bound=None) -> tuple[float, int]:
         """Improve one slice's coarse ``ratio`` (m, n) on this block; ``(max ratio, fails)``.
@@ -284,10 +287,48 @@ def refinement(backend, A, B, rows, cols, la, lb, k, rF, cF, nA, nB) -> Refineme
     FB = xp.ascontiguousarray(backend.quantize(ob, f[None], xp.empty(ob.layout(1)))[0])
     exact = backend.exact_engine()
     G = exact.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1)
+    U, gemms = upper_product(backend, exact, oa, ob, FA, FB, G, r)
+    return Refinement(rows, cols, G, U, e, f, rF[rows], cF[cols], nA[rows], nB[cols], backend,
+                      1 + gemms)
+
+
+def upper_product(backend, exact, oa, ob, FA, FB, G, r: int):
+    """``(U', gemms)``: ``U' = (F_A + I_A)(F_B + I_B)``, exactly, from ``G' = F_A F_B``.
+
+    ``FA`` (m, k) and ``FB`` (k, n) are the floors at ``r`` bits (FP64 integers in
+    ``[0, 2**r)``), ``oa``, ``ob`` their operands; both become ``F + I`` (in place).
+    Where row ``i`` of ``A`` and column ``j`` of ``B`` hold no zero (every ``I`` is 1)::
+
+        U'_ij = G'_ij + sum_l F_A[i, l] + sum_l F_B[l, j] + k,
+
+    an O(mk + kn) pass instead of a GEMM. Exactness: every term is a nonnegative
+    integer and every partial sum, in any order, is at most ``U'_ij <= k 2**(2r) <=
+    2**51`` (``r`` from :func:`refinement`), so FP64 adds them exactly; the line sums
+    likewise (at most ``k 2**r``). The value is therefore the GEMM's, bit for bit. The
+    entries of lines that do hold a zero (or a non-finite value, whose ``I`` is 0) take
+    exact GEMMs of those lines only, or one whole GEMM when they are most of the block.
+    ``gemms`` counts the exact GEMM calls made here (0 to 2).
+    """
+    k = FA.shape[1]
+    rs, cs = FA.sum(axis=1), FB.sum(axis=0)
     backend.add_nonzeros(oa, FA[None])  # F + I: the floors' upper neighbours
     backend.add_nonzeros(ob, FB[None])
-    U = exact.matmul(FA, FB, 2 ** r, 2 ** r)
-    return Refinement(rows, cols, G, U, e, f, rF[rows], cF[cols], nA[rows], nB[cols], backend)
+    # the count of ones I added to each line (exact: integer sums below 2**53)
+    sparse_r = backend.xp.flatnonzero(FA.sum(axis=1) - rs != k)
+    sparse_c = backend.xp.flatnonzero(FB.sum(axis=0) - cs != k)
+    m, n = G.shape
+    if len(sparse_r) * n + m * len(sparse_c) >= m * n:
+        return exact.matmul(FA, FB, 2 ** r, 2 ** r), 1
+    U = G + rs[:, None]
+    U += (cs + k)[None, :]
+    gemms = 0
+    if len(sparse_r):
+        U[sparse_r] = exact.matmul(FA[sparse_r], FB, 2 ** r, 2 ** r)
+        gemms += 1
+    if len(sparse_c):
+        U[:, sparse_c] = exact.matmul(FA, FB[:, sparse_c], 2 ** r, 2 ** r)
+        gemms += 1
+    return U, gemms
 
 
 @dataclass

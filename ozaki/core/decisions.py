@@ -288,8 +288,8 @@ def decide_accurate(opts, bd: Bound, e, f, la: Lines, lb: Lines, b: int, k: int,
     policy, whether bounds are wanted, backend). All slices walk from the
     starting count together (down while certified, up while not, for
     ``"auto"``). A slice not certified at the start is then resolved on its own:
-    where its coarse bound fails, the refined bound (two exact FP64 GEMMs on the
-    block of failing rows and columns) may certify at this count, and for
+    where its coarse bound fails, the refined bound (exact FP64 GEMMs on the
+    block of failing rows and columns, :func:`ozaki.core.certify.refinement`) may certify at this count, and for
     ``"auto"`` more moduli may too; it refines when the block costs less than the
     extra moduli the coarse bound needs. ``operands(g) -> (A_g, B_g)`` gives a
     slice's matrices for the refinement. ``reduce`` combines the blocks of a
@@ -369,6 +369,8 @@ class _Accurate:
         cols = np.flatnonzero(reduce.col_any(fail.any(axis=0)))
         nr, nc = reduce.count_rows(len(rows)), reduce.count_cols(len(cols))
         extra = cert.num_moduli[g] - count0 if not cert.uncertified[g] else np.inf
+        # the rule prices the block at two GEMMs, as the refinement first cost; it is
+        # part of what the results are (it picks counts), so it stays as it is
         if self.auto and 2 * nr * nc > extra * np.prod(reduce.lines(m, n)):
             return cert
         A_g, B_g = operands(g)
@@ -376,7 +378,7 @@ class _Accurate:
                                  _lines(self.la, g, self.b), _lines(self.lb, g, self.b),
                                  self.k, self.rF[g], self.cF[g], self.nA[g], self.nB[g])
         refines[g] = ref
-        self.gemms += 2
+        self.gemms += ref.gemms
         self.refined = (self.refined[0] + nr, self.refined[1] + nc)
         scheme, e, f = self.opts.scheme, self.e, self.f
 

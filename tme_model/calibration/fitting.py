@@ -196,7 +196,8 @@ def _fit_phases(base: Profile, scheme: str, recs: dict[tuple[str, int], dict],
         rec_t.append(r["t_reconstruction"])
         scale = r["t_scaling"]
         if mode == "accurate":  # ozaki books the bound GEMM under scaling
-            scale -= bound_gemm_s(base, scheme, N, n, r.get("refined_block", (0, 0)))
+            scale -= bound_gemm_s(base, scheme, N, n, r.get("refined_block", (0, 0)),
+                                  refined_gemms(r))
             sc_rows.append([n_in, n_in, 1.0])
         else:
             sc_rows.append([n_in, 0.0, 1.0])
@@ -220,11 +221,22 @@ def _fit_phases(base: Profile, scheme: str, recs: dict[tuple[str, int], dict],
     return costs, report
 
 
-def bound_gemm_s(profile: Profile, scheme: str, moduli: int, n: int, refined=(0, 0)) -> float:
+def refined_gemms(record: dict) -> int:
+    """The refinement's FP64 GEMMs in a cpu-blas accurate-mode record (one GEMM a
+    modulus there): ``gemms`` less the products and the bound GEMM; 1 when the record
+    predates the count."""
+    if "gemms" not in record or not any(record.get("refined_block", (0, 0))):
+        return 1
+    return int(min(3, max(0, record["gemms"] - record["num_moduli"] - 1)))
+
+
+def bound_gemm_s(profile: Profile, scheme: str, moduli: int, n: int, refined=(0, 0),
+                 gemms: int = 1) -> float:
     """Predicted time of the accurate-mode bound GEMMs at size n (cpu-blas): the coarse
-    one and the refinement of ``refined`` (rows, columns); ozaki books them as scaling."""
+    one and the refinement's ``gemms`` GEMMs of ``refined`` (rows, columns); ozaki books
+    them as scaling."""
     acc = profile.predict_gemm(scheme, moduli, "accurate", n, n, n, engine="cpu-blas",
-                               refined_block=tuple(refined))
+                               refined_block=tuple(refined), refined_gemms=gemms)
     return acc.gemm_s - profile.predict_gemm(scheme, moduli, "fast", n, n, n, engine="cpu-blas").gemm_s
 
 

@@ -7,7 +7,7 @@ from typing import Sequence
 
 from ..profile import Profile
 from .fft_check import FFT_CASES, fft_prediction, fft_rows, fft_tasks
-from .fitting import bound_gemm_s, refit
+from .fitting import bound_gemm_s, refined_gemms, refit
 from .probes import VALIDATION_SIZES, ozaki_names, summarise_record, validation_tasks
 from .runner import Runner, check_statistic, summarise
 
@@ -87,7 +87,8 @@ def restate(rows: list[dict], profile: Profile, statistic: str = "median") -> li
         else:
             pred = profile.predict_gemm(r["scheme"], r["num_moduli"], r["mode"], n, n, n,
                                         engine="cpu-blas",
-                                        refined_block=tuple(r.get("refined_block", (0, 0)))).total_s
+                                        refined_block=tuple(r.get("refined_block", (0, 0))),
+                                        refined_gemms=refined_gemms(r)).total_s
         meas = summarise(r["measured_runs"], statistic)
         new = {k: v for k, v in r.items() if k not in ("predicted_phases", "measured_phases")}
         new.update(predicted_s=pred, measured_s=meas, ratio=pred / meas, statistic=statistic)
@@ -114,8 +115,9 @@ def validation_rows(res: dict, profile: Profile, statistic: str) -> list[dict]:
         r = summarise_record(recs, statistic)
         refined = tuple(r.get("refined_block", (0, 0)))
         t = profile.predict_gemm(scheme, r["num_moduli"], mode, n, n, n, engine="cpu-blas",
-                                 refined_block=refined)
-        bound = bound_gemm_s(profile, scheme, r["num_moduli"], n, refined) if mode == "accurate" else 0.0
+                                 refined_block=refined, refined_gemms=refined_gemms(r))
+        bound = (bound_gemm_s(profile, scheme, r["num_moduli"], n, refined, refined_gemms(r))
+                 if mode == "accurate" else 0.0)
         rows.append({
             "n": n, "scheme": scheme, "mode": mode, "num_moduli": r["num_moduli"],
             "gemms": r["gemms"], "predicted_s": t.total_s, "measured_s": r["wall"],
