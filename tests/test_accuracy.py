@@ -36,7 +36,7 @@ def test_reference_matches_fractions(rng):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scheme", ["int8", "fp8", "fp64"])
+@pytest.mark.parametrize("scheme", ["int8", "fp8", "fp64", "int7"])
 @pytest.mark.parametrize("mode", ["accurate", "fast"])
 @pytest.mark.parametrize("k", [k for k, _ in CASES])
 def test_default_count_within_twice_native(problems, scheme, mode, k):

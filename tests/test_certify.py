@@ -13,7 +13,7 @@ from ozaki.core.certify import CertificationError
 from validation.reference import exact_matmul, fraction_matmul, test_matrix
 
 U = Fraction(1, 2 ** 53)
-SCHEMES = ["int8", "fp8", "fp64"]
+SCHEMES = ["int8", "fp8", "fp64", "int7"]
 
 
 def exact_abs(A, B):

@@ -48,13 +48,17 @@ def _complex(A: np.ndarray) -> np.ndarray:
     return Z
 
 
+#: The engine of each low-precision scheme's own unit (int7's moduli take INT8 too).
+UNITS = {"int8": "cpu-int8", "fp8": "cpu-fp8", "int7": "cpu-int8"}
+
+
 def emulated() -> dict[str, str]:
     """The emulated path: every scheme, mode and engine, counts auto and explicit."""
     import ozaki
     out = {}
     A, B = _operands(1, 70, 90, 50)
     for scheme in ozaki.SCHEMES:
-        engines = ["cpu-blas"] + ([f"cpu-{scheme}"] if scheme != "fp64" else [])
+        engines = ["cpu-blas"] + ([UNITS[scheme]] if scheme in UNITS else [])
         for mode in ozaki.MODES:
             for engine in engines:
                 for count in ("auto", 7):

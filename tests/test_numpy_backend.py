@@ -32,7 +32,7 @@ from ozaki.backends.numpy.exact import fma
 
 CPU = get_backend("cpu")
 NP = get_backend("numpy")
-SCHEMES = ("fp8", "int8", "fp64")
+SCHEMES = ("fp8", "int8", "fp64", "int7")
 FEW = settings(max_examples=25, deadline=None)
 
 

@@ -56,7 +56,7 @@ def test_registered_with_the_int8_engine_semantics():
     assert ENGINES["cpu-onednn"] is OneDNNEngine
     eng = OneDNNEngine()
     assert eng.operand_max == 128 and eng.accumulator_max == 2 ** 31 - 1
-    assert eng.schemes == ("int8", "fp8") and eng.preferred_scheme == "int8"
+    assert eng.schemes == ("int8", "fp8", "int7") and eng.preferred_scheme == "int8"
     with pytest.raises(ValueError, match="encoding"):
         OneDNNEngine(encoding="fast")
     with pytest.raises(ValueError, match="max_kblock"):

@@ -31,7 +31,7 @@ from ozaki.core.pipeline import Options, decide, emulate
 from validation.reference import fraction_matmul, test_matrix
 
 U = Fraction(1, 2 ** 53)
-SCHEMES = ["fp64", "int8", "fp8"]
+SCHEMES = ["fp64", "int8", "fp8", "int7"]
 MODES = ["accurate", "fast"]
 
 

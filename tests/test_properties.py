@@ -11,7 +11,7 @@ from hypothesis.extra.numpy import arrays
 import ozaki
 from validation.reference import fraction_matmul
 
-SCHEMES = ["int8", "fp8", "fp64"]
+SCHEMES = ["int8", "fp8", "fp64", "int7"]
 MODES = ["accurate", "fast"]
 
 

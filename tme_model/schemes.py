@@ -54,9 +54,11 @@ SCHEMES: tuple[str, ...] = ("int8", "fp8")
 #: ``ozaki.MODES``, in the order the command-line tools show them.
 MODES: tuple[str, ...] = ("fast", "accurate")
 #: The ``ozaki`` engine that models each scheme's own matrix unit: INT8 with INT32
-#: accumulation, FP8 E4M3 with FP32 accumulation (``fp64``: FP64 BLAS).  alpha counts
-#: the GEMMs ``ozaki`` runs there.
-UNIT_ENGINES: dict[str, str] = {"int8": "cpu-int8", "fp8": "cpu-fp8", "fp64": "cpu-blas"}
+#: accumulation (``int8``, and ``int7``, whose moduli up to 128 an INT8 unit without
+#: VNNI takes in one GEMM), FP8 E4M3 with FP32 accumulation (``fp64``: FP64 BLAS).
+#: alpha counts the GEMMs ``ozaki`` runs there.
+UNIT_ENGINES: dict[str, str] = {"int8": "cpu-int8", "fp8": "cpu-fp8", "fp64": "cpu-blas",
+                                "int7": "cpu-int8"}
 #: Moduli each accuracy grade adds to ozaki's automatic count.  "2x-native" is that
 #: count (:func:`ozaki.auto_num_moduli`: error no worse than twice native DGEMM's
 #: componentwise error, INT8 16, FP8 13 at k <= 4096, more for larger k as ozaki

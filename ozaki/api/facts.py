@@ -96,7 +96,7 @@ def moduli(scheme: str) -> tuple[int, ...]:
 
     Parameters
     ----------
-    scheme : {"int8", "fp8", "fp64"}
+    scheme : {"int8", "fp8", "fp64", "int7"}
 
     Returns
     -------
@@ -119,7 +119,7 @@ def gemms_per_modulus(scheme: str, engine: str | Engine | None = "auto") -> int:
 
     Parameters
     ----------
-    scheme : {"int8", "fp8", "fp64"}
+    scheme : {"int8", "fp8", "fp64", "int7"}
     engine : str or Engine, optional
         As for :func:`get_engine` (it must run ``scheme``; the thread's backend's).
 
@@ -190,9 +190,10 @@ def set_scheme(scheme: str) -> contextlib.AbstractContextManager:
 
     Left to themselves, those calls take the machine's fastest certified path
     (:func:`ozaki.backends.engines.machine_scheme`): in fast mode the ``int8`` scheme
-    on ``cpu-onednn`` where oneDNN runs VNNI or AMX kernels, else (and in accurate
-    mode) the ``fp64`` scheme on ``cpu-blas``. Both are FP64 grade, but their bits
-    differ, so fast-mode results would differ between machines. Inside the block they run ``scheme`` on the fastest engine that
+    on ``cpu-onednn`` where oneDNN runs VNNI or AMX kernels, the ``int7`` scheme on
+    ``cpu-onednn`` where oneDNN runs without VNNI, else (and in accurate mode) the
+    ``fp64`` scheme on ``cpu-blas``. All are FP64 grade, but their bits differ, so
+    fast-mode results would differ between machines. Inside the block they run ``scheme`` on the fastest engine that
     runs it (a scheme's bits never depend on the engine). Calls that name a scheme or
     an engine are unaffected, and so are :mod:`fft`, :mod:`ozaki.linalg` and
     :mod:`ozaki.distributed` calls that pass one. Local to the calling thread,
@@ -200,7 +201,7 @@ def set_scheme(scheme: str) -> contextlib.AbstractContextManager:
 
     Parameters
     ----------
-    scheme : {"int8", "fp8", "fp64"}
+    scheme : {"int8", "fp8", "fp64", "int7"}
 
     Returns
     -------
@@ -223,7 +224,7 @@ def emulated_options(scheme: str, m: int, k: int, n: int, complex_: bool = False
 
     Parameters
     ----------
-    scheme : {"int8", "fp8", "fp64"}
+    scheme : {"int8", "fp8", "fp64", "int7"}
     m, k, n : int
         The product's shape, (m, k) @ (k, n).
     complex_ : bool

@@ -161,12 +161,13 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
         which conversion to make). 1-D operands are refused: :func:`matmul`
         takes them.
     B : array_like or PreparedOperand, shape (k, n)
-    scheme : {"auto", "int8", "fp8", "fp64"}
+    scheme : {"auto", "int8", "fp8", "fp64", "int7"}
         The low-precision unit being emulated. ``"auto"`` picks the engine's
         ``preferred_scheme``: ``"fp64"`` on the CPU BLAS engine (the fast path),
         the unit's own scheme on a simulation engine.
     num_moduli : int or "auto"
-        Number of moduli, from 2 to the scheme's table size (20). ``"auto"``
+        Number of moduli, from 2 to the scheme's table size (20; 24 for
+        ``"int7"``, whose moduli up to 128 carry fewer bits each). ``"auto"``
         (the default) picks the smallest count whose error bound, computed for
         this call, meets the target ``|C_ij - (AB)_ij| <= u |(AB)_ij| +
         u (|A||B|)_ij`` for every entry (accurate mode), or its normwise form

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..core.engine import FP32_EXACT, Engine, exact_out
 from ..core.scope import scoped
-from .onednn import OneDNNEngine
+from .onednn import NARROW_S8, OneDNNEngine
 
 __all__ = ["Engine", "BlasEngine", "FP8Engine", "Int8Engine", "get_engine", "auto_engine",
            "machine_scheme", "pin_scheme", "pinned_scheme",
@@ -45,7 +45,7 @@ class BlasEngine(Engine):
     name = "cpu-blas"
     operand_max = 2 ** 26
     accumulator_max = 2 ** 53
-    schemes = ("int8", "fp8", "fp64")
+    schemes = ("int8", "fp8", "fp64", "int7")
     preferred_scheme = "fp64"  # the fast path on FP64 BLAS
 
     #: Blocks whose exact bound is at most this run in FP32: every partial sum is
@@ -55,7 +55,7 @@ class BlasEngine(Engine):
     def fp32(self, bound: int) -> bool:
         return bound <= self.fp32_bound
 
-    def _block(self, X, Y, out, bound):
+    def _block(self, X, Y, out, bound, amax, bmax):
         # The operands are finite integers and every partial sum is exact (the contract):
         # no NaN or Inf can arise, so an "invalid" or "overflow" flag left by the BLAS
         # (seen once in CI on a 4-D stack whose result was exact, not reproducible) is
@@ -120,7 +120,11 @@ class FP8Engine(Engine):
     Operands are converted to ``float8_e4m3fn`` and back, and the conversion is
     checked lossless; products of E4M3 integers are exact in FP32 and blocks of
     at most ``2**24 / (amax bmax)`` products (65536 for digits up to 16)
-    accumulate exactly in FP32 (SGEMM: any order, FMA or not).
+    accumulate exactly in FP32 (SGEMM: any order, FMA or not). It runs the ``fp8``
+    scheme only: the ``int8`` and ``int7`` schemes' residues would split into FP8
+    digits (:mod:`ozaki.core.products`), but their accurate-mode bound GEMM
+    multiplies floors up to ``2**6 - 1 = 63``
+    (:func:`ozaki.core.scaling.quantization_bits`), beyond E4M3's integers.
     """
 
     name = "cpu-fp8"
@@ -145,7 +149,7 @@ class FP8Engine(Engine):
             raise ValueError("operand is not exactly representable in float8_e4m3fn")
         return back
 
-    def _block(self, X, Y, out, bound):
+    def _block(self, X, Y, out, bound, amax, bmax):
         out[...] = np.matmul(self._to_fp8(X), self._to_fp8(Y), dtype=np.float32)
 
 
@@ -159,7 +163,7 @@ class Int8Engine(Engine):
     name = "cpu-int8"
     operand_max = 128
     accumulator_max = 2 ** 31 - 1
-    schemes = ("int8", "fp8")
+    schemes = ("int8", "fp8", "int7")
     preferred_scheme = "int8"
 
     @staticmethod
@@ -171,7 +175,7 @@ class Int8Engine(Engine):
             raise ValueError("operand is not integer-valued")
         return q.astype(np.int32)
 
-    def _block(self, X, Y, out, bound):
+    def _block(self, X, Y, out, bound, amax, bmax):
         out[...] = np.matmul(self._to_int8(X), self._to_int8(Y), dtype=np.int32)
 
 
@@ -195,12 +199,13 @@ def available_engines() -> list[str]:
 def auto_engine(scheme: str | None = None, mode: str = "accurate") -> Engine:
     """The engine ``engine="auto"`` picks: the fastest certified path on this machine.
 
-    For a given scheme (``"int8"``, ``"fp8"``), ``cpu-onednn`` where it is
-    installed, else ``cpu-blas``: a scheme's bits do not depend on the engine, and
+    For a given scheme (``"int8"``, ``"fp8"``, ``"int7"``), ``cpu-onednn`` where it
+    is installed, else ``cpu-blas``: a scheme's bits do not depend on the engine, and
     oneDNN's integer GEMM beats FP64 BLAS on every instruction set (about 3.6-4x the
-    FP64 rate without VNNI, half of it for the split encoding's two GEMMs; 7x and
-    more with VNNI or AMX), so this changes the speed only. With ``scheme``
-    ``None``/``"auto"``, the engine of :func:`machine_scheme` for ``mode``.
+    FP64 rate without VNNI, half of it for the split encoding's two GEMMs, which
+    ``int7``'s residues do not need; 7x and more with VNNI or AMX), so this changes the
+    speed only. With ``scheme`` ``None``/``"auto"``, the engine of
+    :func:`machine_scheme` for ``mode``.
     """
     if scheme in (None, "auto"):
         scheme = machine_scheme(mode)
@@ -210,12 +215,19 @@ def auto_engine(scheme: str | None = None, mode: str = "accurate") -> Engine:
     return BlasEngine()
 
 
-def _integer_unit() -> bool:
-    """Whether oneDNN is installed here and runs VNNI or AMX kernels (one INT8 GEMM a
-    modulus at 7x or more the FP64 rate; the instruction set it reports, so the same
-    answer for every call in a process)."""
+def _integer_scheme() -> str | None:
+    """The integer scheme whose modular products take one INT8 GEMM on ``cpu-onednn``
+    here: ``"int8"`` where oneDNN runs VNNI or AMX kernels (residues up to 128, at 7x
+    or more the FP64 rate), ``"int7"`` where it runs kernels without VNNI whose narrow
+    ``offset`` encoding is exact (residues up to 64), ``None`` without oneDNN. From
+    the instruction set oneDNN reports and probes at load, so the same answer for
+    every call in a process."""
     one = OneDNNEngine()
-    return one.available() and one.encoding == "offset"
+    if not one.available():
+        return None
+    if one.encoding == "offset":
+        return "int8"
+    return "int7" if one.encoding_for(NARROW_S8) == "offset" else None
 
 
 _pinned = threading.local()
@@ -226,18 +238,30 @@ def machine_scheme(mode: str = "accurate") -> str:
     calling thread's :func:`ozaki.set_scheme`, else the machine's fastest for ``mode``.
 
     ``"fast"``: ``int8`` (about 16 INT8 GEMMs, on ``cpu-onednn``) where oneDNN runs
-    VNNI or AMX kernels, else ``fp64`` (about 6 FP64 GEMMs on ``cpu-blas``, faster than
-    16 split-encoded products at about 2x the FP64 rate). Measured at n = 2048 on two
-    AVX-512 VNNI cores: 0.45x the time of fp64 on cpu-blas. ``"accurate"``: ``fp64``
-    everywhere. int8's bound GEMM keeps 7-bit floors, so on inputs with a spread of
-    magnitudes its certificate sends blocks to the FP64 refinement (two FP64 GEMMs and
-    the certify passes): measured 1.7-2.1x the time of fp64's accurate call at n = 2048
-    on entries (U - 1/2) exp(N(0, 1)) (0.8x on uniform ones).
+    VNNI or AMX kernels; ``int7`` (about 19 INT8 GEMMs, one a modulus, on
+    ``cpu-onednn``) where oneDNN is installed without VNNI; else ``fp64`` (about 6
+    FP64 GEMMs on ``cpu-blas``). Measured at n = 2048 in fast mode on two AVX-512 VNNI
+    cores: int8 0.45x the time of fp64 on cpu-blas. Without VNNI (oneDNN's AVX2 kernels,
+    ``ONEDNN_MAX_CPU_ISA=AVX2``, with OpenBLAS's and numba's code held to AVX2 too, on
+    the same loaded two cores): int7 0.87-0.89x the time of fp64 on cpu-blas, where
+    int8's split-encoded products (two GEMMs a modulus) take 1.17-1.25x; with FP64 BLAS
+    left on AVX-512, int7 0.94-1.06x. ``"accurate"``: ``fp64`` everywhere. int8's bound
+    GEMM (int7's too) keeps 7-bit floors, so on inputs with a spread of magnitudes its
+    certificate sends blocks to the FP64 refinement (two FP64 GEMMs and the certify
+    passes): measured for int8 1.7-2.1x the time of fp64's accurate call at n = 2048 on
+    entries (U - 1/2) exp(N(0, 1)) (0.8x on uniform ones).
+
+    The fast-mode choice follows the machine, and schemes differ in their bits (each
+    is FP64 grade): results of such calls differ between a VNNI machine (int8), one
+    without (int7) and one without oneDNN (fp64). Pin it with :func:`ozaki.set_scheme`
+    or pass ``scheme=`` for the same bits everywhere.
     """
     pinned = pinned_scheme()
     if pinned:
         return pinned
-    return "int8" if mode == "fast" and _integer_unit() else "fp64"
+    if mode != "fast":
+        return "fp64"
+    return _integer_scheme() or "fp64"
 
 
 def pinned_scheme() -> str | None:

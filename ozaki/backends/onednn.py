@@ -25,7 +25,8 @@ which adds 128 to ``A`` itself, saturates the same way). With VNNI
 (``vpdpbusd``, AVX-512 VNNI or AVX-VNNI; AMX's ``tdpbusd`` likewise) each
 product is added into the INT32 lane directly: no 16-bit intermediate.
 
-Two encodings, each exact on the kernels it runs on:
+Two encodings, each exact on the kernels it runs on (``offset`` on every
+instruction set when the s8 operand is narrow):
 
 ``split`` (exact on every instruction set)
     ``r = l - 128 s`` with ``l = r & 127`` in ``[0, 127]`` (the low seven bits
@@ -49,18 +50,42 @@ Two encodings, each exact on the kernels it runs on:
     gives at most ``65793 * 32640 = 2147483520 <= 2**31 - 1``: no wrap. Whether
     the kernels are VNNI ones is decided, and confirmed by probes at the
     saturating extreme, at load (:mod:`ozaki.backends.onednn_library`, "VNNI
-    detection"); where it is not, ``auto`` means ``split``.
+    detection"); where it is not, ``auto`` means ``split``, except for narrow s8
+    operands (next).
 
-Both blocks are independent of the caller's ``amax`` and ``bmax`` (the worst case
-of the int8 range), so a block is exact whatever the data in that range; the
+``offset`` on narrow s8 operands (``|b| <= 64``: exact on every instruction set)
+    Without VNNI, ``auto`` takes ``offset`` too when the call's ``bmax <= 64``
+    (:data:`NARROW_S8`): the ``int7`` scheme's residues (moduli up to 128), FP8
+    digits, the accurate-mode bound GEMM's floors (below ``2**6``). With
+    ``u <= 255`` and ``|b| <= 64`` a pair sum is at most ``2 * 255 * 64 = 32640
+    <= 32767`` in magnitude (``>= -32640 >= -32768``): ``(v)pmaddubsw`` cannot
+    saturate, and ``(v)pmaddwd`` widens the exact pair sums to INT32. INT32: oneDNN
+    forms ``(A - ao) B`` from the raw products ``u b`` (each at most ``255 * 64``)
+    and its zero-point compensation ``-ao * colsum(B)``, column sums of ``B`` taken
+    in INT32 per oneDNN k-block and scaled by ``ao = 128`` (``128 |b| <= 128 * 64`` a
+    term). Whatever order, blocking and thread split oneDNN uses, each INT32 value it
+    forms (a column sum, its scaled compensation, a partial result) is a sum of some
+    of these terms, so at most ``(255 + 128) * 64 k = 24512 k``; ``k <= kblock =
+    floor((2**31 - 1) / 24512) = 87609`` gives at most ``2147471808 <= 2**31 - 1``:
+    no wrap. This rests on the data, so the engine checks that every s8 entry is
+    within ``[-64, 64]`` (else ``ValueError``: the call's ``bmax`` was wrong), and
+    takes this path only where probes at the saturating extreme (``u = 255``
+    against ``b = -64`` and ``64``, on the shapes of oneDNN's GEMV, small and
+    blocked kernels) are exact at the first such call; else ``split``. With VNNI
+    ``offset`` (above) is used for every ``bmax``, unchanged.
+
+Each block is an exact integer in every case (the ``split`` and ``offset`` blocks
+do not depend on the caller's ``amax``: the worst case of the int8 range); the
 engine's blocks are added in FP64 by :meth:`ozaki.core.engine.Engine.matmul`,
-exact by the caller's bound ``k amax bmax <= 2**53``. Each block's result is an
-exact integer either way, so the encoding changes the speed, never a bit.
+exact by the caller's bound ``k amax bmax <= 2**53``. So the encoding changes the
+speed, never a bit. The encoding is chosen per call from ``bmax`` (handed to each
+block, no state shared between concurrent calls): :meth:`OneDNNEngine.encoding_for`.
 """
 
 from __future__ import annotations
 
 import threading
+from functools import lru_cache
 from types import SimpleNamespace
 
 import numpy as np
@@ -73,7 +98,7 @@ from .onednn_library import (DISTRIBUTION, INSTALL_HINT, OneDNNUnavailable, libr
                              library_path, load_library)
 
 __all__ = ["OneDNNEngine", "OneDNNUnavailable", "DISTRIBUTION", "INSTALL_HINT",
-           "library_path", "library_info"]
+           "NARROW_S8", "library_path", "library_info"]
 
 _INT32_MAX = 2 ** 31 - 1
 #: Largest magnitudes of the encoded u8 operand (for the INT32 block bound) and of
@@ -82,6 +107,12 @@ _INT32_MAX = 2 ** 31 - 1
 #: combined after the GEMM.
 _ENCODED_MAX = {"offset": 255, "split": 128}
 _S8_MAX = 128
+#: Largest ``|b|`` of the s8 operand for which ``offset`` is exact without VNNI: a
+#: pair of u8 x s8 products is then at most ``2 * 255 * 64 = 32640 <= 2**15 - 1``.
+NARROW_S8 = 64
+#: The INT32 bound of one term of ``offset`` on narrow s8 operands: a raw product
+#: ``u b`` (at most ``255 * 64``) plus its compensation ``ao b`` (``128 * 64``).
+_NARROW_TERM = (255 + 128) * NARROW_S8
 
 # --- the passes (numba, compiled at first use; module-level for numba's cache) ------
 
@@ -112,8 +143,9 @@ def _encode_a_rows(t0, t1, X, out, split, bad):
         bad[t0] = 1
 
 
-def _encode_b_rows(t0, t1, Y, out, bad):
-    """Rows ``t0:t1`` of the s8 operand: ``Y`` (b, k, n) as int8 (checked as above)."""
+def _encode_b_rows(t0, t1, Y, out, lo, hi, bad):
+    """Rows ``t0:t1`` of the s8 operand: ``Y`` (b, k, n) as int8, checked as above
+    against ``[lo, hi]`` (the int8 range, or ``[-64, 64]`` for narrow ``offset``)."""
     k = Y.shape[1]
     n = Y.shape[2]
     flag = 0
@@ -122,10 +154,26 @@ def _encode_b_rows(t0, t1, Y, out, bad):
         i = t - g * k
         for j in range(n):
             v = Y[g, i, j]
-            inside = (v >= -128.0) & (v <= 127.0)
+            inside = (v >= lo) & (v <= hi)
             r = np.int64(v if inside else 0.0)
             flag |= r != v
             out[g, i, j] = r
+    if flag:
+        bad[t0] = 1
+
+
+def _check_b_rows(t0, t1, Y, limit, bad):
+    """Rows ``t0:t1`` of an int8 ``Y`` (b, k, n): flags ``bad[t0]`` where an entry
+    is outside ``[-limit, limit]``."""
+    k = Y.shape[1]
+    n = Y.shape[2]
+    flag = False
+    for t in range(t0, t1):
+        g = t // k
+        i = t - g * k
+        for j in range(n):
+            v = np.int32(Y[g, i, j])
+            flag |= (v < -limit) | (v > limit)
     if flag:
         bad[t0] = 1
 
@@ -162,6 +210,7 @@ def _compiled() -> SimpleNamespace:
                 jit = nb.njit(nogil=True, cache=True)
                 _kernels = SimpleNamespace(encode_a=jit(_encode_a_rows),
                                            encode_b=jit(_encode_b_rows),
+                                           check_b=jit(_check_b_rows),
                                            combine=jit(_combine_rows))
     return _kernels
 
@@ -173,13 +222,40 @@ def _run(kernel, tasks: int, per_task: int, *args) -> None:
     run(kernel, tasks, *args, max_threads=max(1, tasks * per_task // 2 ** 16))
 
 
-def _checked(kernel, rows: int, per_row: int, *args) -> None:
-    """An encoding pass over ``rows`` rows; raises where an entry is not an integer in
-    the int8 range (the passes flag their first row's slot of ``bad``)."""
+def _checked(kernel, rows: int, per_row: int, *args, message: str = _OUTSIDE) -> None:
+    """An encoding pass over ``rows`` rows; raises ``message`` where an entry is not an
+    integer in its range (the passes flag their first row's slot of ``bad``)."""
     bad = np.zeros(rows, np.uint8)
     _run(kernel, rows, per_row, *args, bad)
     if bad.any():
-        raise ValueError(_OUTSIDE)
+        raise ValueError(message)
+
+
+def _narrow_message(bmax: int) -> str:
+    return (f"s8 operand outside [-{NARROW_S8}, {NARROW_S8}] or not integer-valued, "
+            f"where the call's bmax = {bmax} chose the narrow offset encoding")
+
+
+@lru_cache(maxsize=None)
+def _narrow_exact(lib) -> bool:
+    """Whether ``offset`` is exact on ``lib``'s kernels for s8 operands within
+    ``[-64, 64]`` (module docstring): probes at the saturating extreme, ``u = 255``
+    against ``b = -64`` and ``64`` (each pair sum ``-+32640``), on the shapes of
+    oneDNN's GEMV, small and blocked kernels, against int64 references. Once per
+    library (a second concurrent first call only probes again)."""
+    rng = np.random.default_rng(2)
+    for m, k, n in ((1, 300, 70), (70, 300, 1), (3, 5, 7), (67, 1031, 45), (65, 1500, 40)):
+        A = np.full((m, k), 255, np.uint8)
+        A[:, 1::3] = rng.integers(0, 256, (m, len(range(1, k, 3))))
+        B = np.full((k, n), -NARROW_S8, np.int8)
+        B[:, ::2] = NARROW_S8
+        B[2::5] = rng.integers(-NARROW_S8, NARROW_S8 + 1, (len(range(2, k, 5)), n))
+        C = np.empty((m, n), np.int32)
+        with lib.threads():
+            lib.call(A, B, C, 128)
+        if not np.array_equal(C, (A.astype(np.int64) - 128) @ B.astype(np.int64)):
+            return False
+    return True
 
 
 def _stack(X: np.ndarray) -> np.ndarray:
@@ -203,17 +279,20 @@ class OneDNNEngine(Engine):
     Operands are integers in ``[-128, 127]`` (checked on every call, as on
     ``cpu-int8``), accumulated in INT32 in blocks that never wrap. The encoding
     (module docstring) is ``offset`` (one GEMM) where oneDNN runs VNNI kernels,
-    else ``split`` (one GEMM on twice the rows, exact even where the kernels
-    saturate pairs of products to int16). Every block is an exact integer, so
-    results do not depend on the encoding, the thread count or the blocks.
+    and without VNNI for calls whose s8 operand is narrow (``bmax <= 64``, checked:
+    the ``int7`` scheme, FP8 digits, the bound GEMM), else ``split`` (one GEMM on
+    twice the rows, exact even where the kernels saturate pairs of products to
+    int16). Every block is an exact integer, so results do not depend on the
+    encoding, the thread count or the blocks.
 
     Parameters
     ----------
     max_kblock : int, optional
         Upper limit on the products per block (see :class:`~ozaki.core.engine.Engine`).
     encoding : {"auto", "split", "offset"}
-        ``"auto"``: ``offset`` with VNNI, else ``split``. ``"split"`` forces the
-        encoding exact on every instruction set; ``"offset"`` is available only
+        ``"auto"``: ``offset`` with VNNI, else ``offset`` for ``bmax <= 64`` and
+        ``split`` above (:meth:`encoding_for`). ``"split"`` forces the encoding exact
+        on every instruction set, for every call; ``"offset"`` is available only
         where oneDNN runs VNNI kernels.
 
     Attributes
@@ -226,7 +305,7 @@ class OneDNNEngine(Engine):
     name = "cpu-onednn"
     operand_max = 128
     accumulator_max = _INT32_MAX
-    schemes = ("int8", "fp8")
+    schemes = ("int8", "fp8", "int7")
     preferred_scheme = "int8"
     integer_operands = True
 
@@ -261,38 +340,69 @@ class OneDNNEngine(Engine):
 
     @property
     def encoding(self) -> str:
-        """The encoding in use, ``"offset"`` or ``"split"`` (loads the library)."""
+        """The encoding of calls over the whole int8 range (``bmax = 128``),
+        ``"offset"`` or ``"split"`` (loads the library; :meth:`encoding_for`)."""
+        return self.encoding_for(_S8_MAX)
+
+    def encoding_for(self, bmax: int) -> str:
+        """The encoding of a call whose s8 operand is bounded by ``bmax``: ``"split"``
+        where forced; else ``"offset"`` with VNNI, and without VNNI for ``bmax <= 64``
+        where the narrow probes are exact (module docstring); else ``"split"``.
+
+        Loads the library. A function of ``bmax`` and the library only, so
+        :meth:`kblock` and every block of a call agree, on any thread.
+        """
+        return self._plan(bmax)[0]
+
+    def _plan(self, bmax: int) -> tuple[str, bool]:
+        """``(encoding, narrow)``: :meth:`encoding_for`, and whether it is ``offset``
+        without VNNI (exact only for s8 entries within ``[-64, 64]``, checked)."""
         if self._choice == "split":
-            return "split"
+            return "split", False
         lib = load_library()
-        if self._choice == "offset" and not lib.vnni:
+        if lib.vnni:
+            return "offset", False
+        if self._choice == "offset":
             raise OneDNNUnavailable(f"the offset encoding needs oneDNN's VNNI kernels; "
                                     f"this machine runs {lib.isa_name}")
-        return "offset" if lib.vnni else "split"
+        if bmax <= NARROW_S8 and _narrow_exact(lib):
+            return "offset", True
+        return "split", False
 
     @property
     def gemms_per_call(self) -> int:
-        """INT8 GEMMs of the call's size one block costs: 2 for ``split``, 1 for ``offset``."""
-        return 2 if self.encoding == "split" else 1
+        """INT8 GEMMs of the call's size one block over the whole int8 range costs: 2
+        for ``split``, 1 for ``offset`` (:meth:`gemms_for` at ``bmax = 128``)."""
+        return self.gemms_for(_S8_MAX)
+
+    def gemms_for(self, bmax: int) -> int:
+        """INT8 GEMMs of the call's size one block costs when the s8 operand is bounded
+        by ``bmax``: 2 for ``split``, 1 for ``offset`` (:meth:`encoding_for`)."""
+        return 2 if self.encoding_for(bmax) == "split" else 1
 
     def kblock(self, amax: int, bmax: int) -> int:
-        """Products per block: the encoding's INT32 bound at the int8 extremes (module
-        docstring): 131071 for ``split``, 65793 for ``offset``, and at most the
-        contract's ``(2**31 - 1) / (amax bmax)``."""
-        kb = self.accumulator_max // (_ENCODED_MAX[self.encoding] * _S8_MAX)
+        """Products per block: the encoding's INT32 bound (module docstring): 131071
+        for ``split``, 65793 for ``offset`` with VNNI (the int8 extremes), 87609 for
+        ``offset`` on narrow s8 operands without VNNI, and at most the contract's
+        ``(2**31 - 1) / (amax bmax)``."""
+        encoding, narrow = self._plan(bmax)
+        term = _NARROW_TERM if narrow else _ENCODED_MAX[encoding] * _S8_MAX
+        kb = self.accumulator_max // term
         kb = min(kb, max(1, self.accumulator_max // max(1, amax * bmax)))
         return kb if self.max_kblock is None else min(kb, self.max_kblock)
 
-    def _block(self, X, Y, out, bound):
+    def _block(self, X, Y, out, bound, amax, bmax):
         """``out = X @ Y`` for one block (``k <= kblock``): encode both operands, one
         oneDNN GEMM per stack slice (one for a whole stack that shares ``Y``) into
         INT32, then one pass into ``out``; every step exact (module docstring).
 
-        ``X``, ``Y`` are FP64 integers (encoded by one checked pass each) or the
-        backend's int8 residue planes (:attr:`integer_operands`: in range by their
-        type; ``X`` encoded by one byte-wise pass, ``Y`` read in place). ``out`` is
-        FP64, FP32 or INT32 (strided allowed); an INT32 ``out`` that is C-ordered
-        receives the ``offset`` GEMM directly.
+        The encoding is the call's (:meth:`encoding_for` of ``bmax``). ``X``, ``Y``
+        are FP64 integers (encoded by one checked pass each) or the backend's int8
+        residue planes (:attr:`integer_operands`: in range by their type; ``X``
+        encoded by one byte-wise pass, ``Y`` read in place, checked within
+        ``[-64, 64]`` by one pass for narrow ``offset``). ``out`` is FP64, FP32 or
+        INT32 (strided allowed); an INT32 ``out`` that is C-ordered receives the
+        ``offset`` GEMM directly.
         """
         if out.size == 0:
             return
@@ -301,13 +411,14 @@ class OneDNNEngine(Engine):
             out[...] = 0
             return
         lib = load_library()
-        split = self.encoding == "split"
+        encoding, narrow = self._plan(bmax)
+        split = encoding == "split"
         n = Y.shape[-1]
         X3, Y3 = _stack(X), _stack(Y)
         rows = 2 * m if split else m
         ws = workspace(np)
         A = ws.take("onednn_a", (X3.shape[0], rows, k), np.uint8)
-        B = self._encode(X3, Y3, A, split, ws)
+        B = self._encode(X3, Y3, A, split, ws, bmax if narrow else None)
         lead = out.shape[:-2]
         count = int(np.prod(lead, dtype=np.int64))
         ix, iy = _slices(X.shape[:-2], Y.shape[:-2], lead)
@@ -333,13 +444,15 @@ class OneDNNEngine(Engine):
 
     @staticmethod
     def _encode(X3: np.ndarray, Y3: np.ndarray, A: np.ndarray, split: bool,
-                ws) -> np.ndarray:
+                ws, narrow: int | None = None) -> np.ndarray:
         """Write ``X3``'s u8 encoding into ``A``; return ``Y3`` as s8 rows (b, k, n).
 
-        int8 planes need no check: every int8 is in ``[-128, 127]``. Their u8
-        encodings are bit operations on the two's complement byte ``u``:
-        ``r + 128 = u ^ 0x80``; ``r & 127 = u & 0x7f`` and ``[r < 0] = u >> 7``.
-        An int8 ``Y3`` whose rows are contiguous is passed to oneDNN as it is.
+        int8 planes need no check against the int8 range: every int8 is in
+        ``[-128, 127]``. Their u8 encodings are bit operations on the two's
+        complement byte ``u``: ``r + 128 = u ^ 0x80``; ``r & 127 = u & 0x7f`` and
+        ``[r < 0] = u >> 7``. An int8 ``Y3`` whose rows are contiguous is passed to
+        oneDNN as it is. ``narrow`` (the call's ``bmax``, for ``offset`` without
+        VNNI): ``Y3`` is checked within ``[-64, 64]`` instead, where exactness rests.
         """
         m = X3.shape[1]
         if X3.dtype == np.int8:
@@ -351,11 +464,21 @@ class OneDNNEngine(Engine):
                 np.bitwise_xor(u, 0x80, out=A)
         else:
             _checked(_compiled().encode_a, X3.shape[0] * m, X3.shape[2], X3, A, split)
-        if Y3.dtype == np.int8 and Y3.strides[-1] == 1 and Y3.strides[-2] >= Y3.shape[-1]:
-            return Y3
-        B = ws.take("onednn_b", Y3.shape, np.int8)
+        rows, cols = Y3.shape[0] * Y3.shape[1], Y3.shape[2]
         if Y3.dtype == np.int8:
-            np.copyto(B, Y3)
+            if Y3.strides[-1] == 1 and Y3.strides[-2] >= Y3.shape[-1]:
+                B = Y3
+            else:
+                B = ws.take("onednn_b", Y3.shape, np.int8)
+                np.copyto(B, Y3)
+            if narrow is not None:
+                _checked(_compiled().check_b, rows, cols, B, NARROW_S8,
+                         message=_narrow_message(narrow))
+            return B
+        B = ws.take("onednn_b", Y3.shape, np.int8)
+        if narrow is None:
+            _checked(_compiled().encode_b, rows, cols, Y3, B, -128.0, 127.0)
         else:
-            _checked(_compiled().encode_b, Y3.shape[0] * Y3.shape[1], Y3.shape[2], Y3, B)
+            _checked(_compiled().encode_b, rows, cols, Y3, B, float(-NARROW_S8),
+                     float(NARROW_S8), message=_narrow_message(narrow))
         return B

@@ -123,18 +123,23 @@ class Engine:
             lead = np.broadcast_shapes(X.shape[:-2], Y.shape[:-2])
             out = np.empty(lead + (X.shape[-2], Y.shape[-1]))
         if len(blocks) == 1:
-            self._block(X, Y, out, blocks[0][1])
+            self._block(X, Y, out, blocks[0][1], amax, bmax)
             return out
         part = np.empty_like(out)
         start = 0
         for length, bound in blocks:
             blk = slice(start, start + length)
-            self._block(X[..., blk], Y[..., blk, :], part if start else out, bound)
+            self._block(X[..., blk], Y[..., blk, :], part if start else out, bound, amax, bmax)
             if start:
                 out += part  # exact: the caller's bound covers the whole sum
             start += length
         return out
 
-    def _block(self, X, Y, out, bound):  # pragma: no cover - abstract
-        """``out = X @ Y`` for one block; ``bound`` >= every ``sum |x||y|``."""
+    def _block(self, X, Y, out, bound, amax, bmax):  # pragma: no cover - abstract
+        """``out = X @ Y`` for one block; ``bound`` >= every ``sum |x||y|``.
+
+        ``amax``, ``bmax`` are the call's operand bounds (:meth:`matmul`), handed to
+        every block so that an engine may choose its encoding from them per call,
+        without state shared between concurrent calls.
+        """
         raise NotImplementedError

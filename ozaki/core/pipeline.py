@@ -54,7 +54,7 @@ __all__ = ["Options", "decide", "emulate", "slice_operands", "widened", "plane_o
            "CHUNK_BYTES"]
 
 
-Scheme = Literal["int8", "fp8", "fp64"]
+Scheme = Literal["int8", "fp8", "fp64", "int7"]
 Mode = Literal["accurate", "fast"]
 Policy = Literal["exact", "none", "raise"]
 

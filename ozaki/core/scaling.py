@@ -44,7 +44,10 @@ SPLIT_LIMIT = 88
 
 #: log2 of the largest quantised magnitude the scheme's unit multiplies exactly:
 #: FP8 E4M3 holds the integers up to 16, INT8 up to 127 (64 keeps a margin).
-_UNIT_BITS = {"fp8": 4, "int8": 6, "fp64": 20}
+#: ``int7`` keeps int8's 6: floors below ``2**6`` are at most 63 on both sides of the
+#: floor GEMM, within the ``|b| <= 64`` that oneDNN's non-VNNI kernels take in one
+#: INT8 GEMM (:mod:`ozaki.backends.onednn`).
+_UNIT_BITS = {"fp8": 4, "int8": 6, "fp64": 20, "int7": 6}
 
 
 def exponents(maxbits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

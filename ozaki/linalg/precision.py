@@ -35,7 +35,7 @@ def precision_of_moduli(scheme: str, num_moduli: int, k: int) -> float:
 
     Parameters
     ----------
-    scheme : {"int8", "fp8", "fp64"}
+    scheme : {"int8", "fp8", "fp64", "int7"}
     num_moduli : int
         At least 2.
     k : int
@@ -61,7 +61,7 @@ def moduli_for_precision(precision: float, scheme: str, k: int) -> int:
     ----------
     precision : float
         The unit roundoff asked of the products (dimensionless).
-    scheme : {"int8", "fp8", "fp64"}
+    scheme : {"int8", "fp8", "fp64", "int7"}
     k : int
         The products' inner dimension.
 
