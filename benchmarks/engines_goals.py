@@ -1,11 +1,14 @@
 """The integer engine against FP64 BLAS and numpy: ``python -m benchmarks.engines_goals 1024,2048,4096 3``.
 
-``ozaki.dgemm`` with the int8 scheme on ``cpu-onednn`` (INT8 GEMMs with INT32
-accumulation through oneDNN) and the fp64 scheme on ``cpu-blas`` (FP64 GEMMs), in fast
+``ozaki.dgemm`` with the int8 and int7 schemes on ``cpu-onednn`` (INT8 GEMMs with
+INT32 accumulation through oneDNN) and the fp64 scheme on ``cpu-blas`` (FP64 GEMMs), in fast
 and accurate mode, beside numpy's DGEMM, all timed in rotation in one run (median of the
 rounds after one warm-up call each), on entries ``(U - 1/2) exp(N(0, 1))``. Prints one
 JSON line per configuration (time, ratio to numpy, moduli, seconds per phase, the share
-of the "products" phase) and the int8/fp64 ratio per mode, with the instruction set.
+of the "products" phase) and the int8/fp64 and int7/fp64 ratios per mode, with the
+instruction set and oneDNN's encodings. To see a CPU without VNNI on one that has it,
+hold the libraries to AVX2 in the benchmark's own process:
+``ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell NUMBA_CPU_NAME=haswell``.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ def configurations() -> dict:
     cfgs = {"numpy": None}
     for mode in ("fast", "accurate"):
         if "cpu-onednn" in ozaki.available_engines():
-            cfgs[f"int8/onednn/{mode}"] = dict(scheme="int8", engine="cpu-onednn", mode=mode)
+            for scheme in ("int8", "int7"):
+                cfgs[f"{scheme}/onednn/{mode}"] = dict(scheme=scheme, engine="cpu-onednn",
+                                                       mode=mode)
         cfgs[f"fp64/blas/{mode}"] = dict(scheme="fp64", engine="cpu-blas", mode=mode)
     return cfgs
 
@@ -66,16 +71,22 @@ def main(argv=None) -> int:
     sizes = [int(s) for s in (argv[0] if argv else "1024,2048").split(",")]
     rounds = int(argv[1]) if len(argv) > 1 else 3
     print(f"# {isa()['cpu']}: {isa()['summary']}", flush=True)
+    if "cpu-onednn" in ozaki.available_engines():
+        eng = ozaki.get_engine("cpu-onednn")
+        print(f"# cpu-onednn encodings: int8 residues {eng.encoding}, int7 residues "
+              f"{eng.encoding_for(64)} ({eng.gemms_for(128)} and {eng.gemms_for(64)} INT8 "
+              "GEMMs a modulus)", flush=True)
     for n in sizes:
         rows = run(n, rounds)
         for row in rows:
             print(json.dumps(row), flush=True)
         med = {r["config"]: r["seconds"] for r in rows}
         for mode in ("fast", "accurate"):
-            if f"int8/onednn/{mode}" in med:
-                ratio = med[f"int8/onednn/{mode}"] / med[f"fp64/blas/{mode}"]
-                print(f"n={n} {mode}: int8/cpu-onednn time / fp64/cpu-blas time = {ratio:.3f}",
-                      flush=True)
+            for scheme in ("int8", "int7"):
+                if f"{scheme}/onednn/{mode}" in med:
+                    ratio = med[f"{scheme}/onednn/{mode}"] / med[f"fp64/blas/{mode}"]
+                    print(f"n={n} {mode}: {scheme}/cpu-onednn time / fp64/cpu-blas time = "
+                          f"{ratio:.3f}", flush=True)
     return 0
 
 

@@ -1,5 +1,5 @@
-"""The TME model on CPUs: the sourced CPU database, the three GEMM paths (numpy DGEMM,
-the fp64 scheme on cpu-blas, the int8 scheme on cpu-onednn), their crossovers, the
+"""The TME model on CPUs: the sourced CPU database, the four GEMM paths (numpy DGEMM,
+the fp64 scheme on cpu-blas, the int8 and int7 schemes on cpu-onednn), their crossovers, the
 ``--cpu`` command line, and the prediction for this machine against recorded runs."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 import ozaki
 from tme_model import tables
 from tme_model.cli import plot_main, table_main
-from tme_model.cpus import CPU_PATHS, CPUPath, cpu_crossover, cpu_path, int8_gemms_per_product
+from tme_model.cpus import (CPU_PATHS, CROSSOVERS, NARROW_S8, CPUPath, cpu_crossover, cpu_figure,
+                            cpu_path, int8_gemms_per_product)
 from tme_model.schemes import alpha_for
 from tme_model.specs import CPU_FIELDS, CPU_ISAS, TMEError, load_cpus, load_devices, parse_devices
 
@@ -133,8 +134,15 @@ def test_fp64_blocks_are_the_profiles_paths():
 
 
 def test_int8_gemms_per_product_is_the_engines_encoding():
+    from ozaki.backends.onednn import NARROW_S8 as ENGINE_NARROW_S8
+
+    assert NARROW_S8 == ENGINE_NARROW_S8 == 64
     assert int8_gemms_per_product(CPUS["epyc-7763"]) == 2
     assert all(int8_gemms_per_product(CPUS[k]) == 1 for k in ("zen4-vm2", "xeon-8380", "xeon-8480+"))
+    # without VNNI a narrow s8 operand takes the one-GEMM offset encoding; with VNNI every one
+    for bmax in (1, 30, 63, 64, 65, 127, 128):
+        assert int8_gemms_per_product(CPUS["epyc-7763"], bmax) == (1 if bmax <= 64 else 2)
+        assert int8_gemms_per_product(CPUS["zen4-vm2"], bmax) == 1
     if "cpu-onednn" not in ozaki.available_engines():
         pytest.skip("oneDNN is not installed (the onednn extra)")
     from ozaki.backends.onednn import OneDNNEngine, library_info
@@ -144,16 +152,25 @@ def test_int8_gemms_per_product_is_the_engines_encoding():
     here = next(iter(parse_devices({"devices": {"here": {"kind": "cpu", "isa": info["isa"]}}},
                                    "test").values()))
     assert OneDNNEngine().gemms_per_call == int8_gemms_per_product(here)
+    for bmax in (63, 64, 65, 128):
+        assert OneDNNEngine().gemms_for(bmax) == int8_gemms_per_product(here, bmax)
     assert OneDNNEngine(encoding="split").gemms_per_call == 2  # the non-VNNI encoding
 
 
 @pytest.mark.parametrize("mode", ["fast", "accurate"])
 def test_paths_count_ozakis_gemms(mode):
     d = CPUS["epyc-7763"]
+    bound = 1 if mode == "accurate" else 0  # the bound GEMM, floors below 2**6: one GEMM
     for k in (1024, 4096, 16384):
         i8 = cpu_path(d, "int8/cpu-onednn", mode, k=k)
         assert i8.moduli == ozaki.auto_num_moduli("int8", k)
-        assert i8.gemms == 2 * alpha_for("int8", i8.moduli, mode)  # split: twice the GEMMs
+        assert alpha_for("int8", i8.moduli, mode) == i8.moduli + bound
+        assert i8.gemms == 2 * i8.moduli + bound  # split: twice the GEMMs of each product
+        i7 = cpu_path(d, "int7/cpu-onednn", mode, k=k)
+        assert i7.moduli == ozaki.auto_num_moduli("int7", k) > i8.moduli
+        assert i7.gemms == i7.moduli + bound  # every int7 operand within 64: offset
+        assert max(b for _, _, b in ozaki.exact_gemms(k, scheme="int7", num_moduli=i7.moduli,
+                                                       mode=mode, engine="cpu-int8")) <= NARROW_S8
         f64 = cpu_path(d, "fp64/cpu-blas", mode, k=k)
         assert f64.moduli == ozaki.auto_num_moduli("fp64", k)
         assert f64.gemms == len(ozaki.exact_gemms(min(k, 4096), scheme="fp64", mode=mode,
@@ -164,6 +181,25 @@ def test_paths_count_ozakis_gemms(mode):
         cpu_path(load_devices()["h100"], "native")
     with pytest.raises(ValueError, match="path must be one of"):
         cpu_path(d, "int8/cpu-blas")
+
+
+@pytest.mark.parametrize("mode", ["fast", "accurate"])
+@pytest.mark.parametrize("key", sorted(CPUS))
+def test_int7_costs_one_int8_gemm_a_product_on_every_isa(key, mode):
+    d = CPUS[key]
+    i8, i7 = (cpu_path(d, f"{s}/cpu-onednn", mode) for s in ("int8", "int7"))
+    per_gemm = 1 / (d.get("int8") * 1e12)  # seconds per FP64 flop of W, one INT8 GEMM
+    assert i7.c == pytest.approx(i7.gemms * per_gemm, rel=1e-12)
+    assert i7.gemms == i7.moduli + (mode == "accurate")
+    if d.vnni:  # one GEMM a product on both: int7 is int8 with more moduli (19 vs 16)
+        assert i7.c / i8.c == pytest.approx(i7.gemms / i8.gemms, rel=1e-12)
+        assert i7.gemms / i8.gemms == (i7.moduli + (mode == "accurate")) / (
+            i8.moduli + (mode == "accurate"))
+        assert i7.seconds(4096) > i8.seconds(4096)
+    else:  # int8 takes the split (two GEMMs a product); int7 one: faster at every order
+        assert i8.gemms == 2 * i8.moduli + (mode == "accurate")
+        assert i7.gemms < i8.gemms and i7.c < 0.62 * i8.c
+        assert all(i7.seconds(n) < i8.seconds(n) for n in tables.CPU_SIZES)
 
 
 _pos = st.floats(1e-3, 1e3)
@@ -207,14 +243,22 @@ def test_crossover_ordering_amx_earliest_avx2_latest(mode):
     assert at["xeon-8480+"] < at["xeon-8380"] < at["epyc-7763"]
     assert at["xeon-8380"] == pytest.approx(at["epyc-9654"])  # both 8x: the same ratio
     assert at["epyc-7763"] > 1 > at["xeon-8380"]  # the split encoding loses to the fp64 scheme
+    # int7 takes its moduli in one INT8 GEMM without VNNI too: it beats the fp64 scheme there
+    i7 = tables.cpu_rows(CPUS["epyc-7763"], mode, sizes=(2048,))[0]["int7_over_fp64"]
+    assert i7 < 0.85 < 1 < at["epyc-7763"]
     cross = {k: tables.cpu_crossovers(d, mode) for k, d in CPUS.items()}
-    for key, (vs_fp64, vs_native, fp64_vs_native) in cross.items():
+    for key, c in cross.items():
+        assert [(x.faster, x.than) for x in c] == list(CROSSOVERS)
+        vs_fp64, vs_native, fp64_vs_native, i7_vs_fp64, i7_vs_native = c
         assert fp64_vs_native.kind == "never"  # N FP64 GEMMs never beat one
+        assert i7_vs_fp64.kind == "above" and i7_vs_fp64.n < 64
         if CPUS[key].isa == "avx2":
             assert vs_fp64.kind == "never" and vs_native.kind == "never"
+            assert i7_vs_native.kind == "never"
         else:
-            assert vs_fp64.kind == "above" and vs_fp64.n < 64
+            assert vs_fp64.kind == "above" and vs_fp64.n < i7_vs_fp64.n  # int7: more moduli
         assert (vs_native.kind == "above") == ("amx" in CPUS[key].isa)
+        assert (i7_vs_native.kind == "above") == ("amx" in CPUS[key].isa)
 
 
 @pytest.mark.parametrize("key", sorted(CPUS))
@@ -224,6 +268,7 @@ def test_cli_draws_and_prints_every_cpu(key, tmp_path, capsys):
     text = capsys.readouterr().out
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"== {key}:" in text and "crossovers:" in text and "wrote" in text
+    assert "int7/cpu-onednn [s]" in text and "int7/cpu-onednn beats fp64/cpu-blas" in text
     for n in tables.CPU_SIZES:
         assert re.search(rf"^\s*{n}\s", text, re.M)
 
@@ -240,6 +285,22 @@ def test_cli_lists_cpus_and_keeps_gpus_apart(capsys):
 
     rows = json.loads(capsys.readouterr().out)
     assert [r["n"] for r in rows] == list(tables.CPU_SIZES) and rows[0]["mode"] == "fast"
+    assert rows[0]["int7/cpu-onednn_moduli"] == ozaki.auto_num_moduli("int7", rows[0]["n"])
+    assert rows[0]["int7_over_fp64"] == pytest.approx(
+        rows[0]["int7/cpu-onednn_s"] / rows[0]["fp64/cpu-blas_s"])
+
+
+def test_figure_draws_every_path_in_its_own_colour():
+    fig = cpu_figure([CPUS["epyc-7763"]], "accurate")
+    (ax,) = fig.axes
+    curves = {ln.get_label(): ln.get_color() for ln in ax.get_lines()
+              if not ln.get_label().startswith("_")}
+    assert len(curves) == len(CPU_PATHS) == len(set(curves.values()))
+    assert "int7/cpu-onednn, N=19, 20 GEMMs" in curves  # 19 products + the bound GEMM, one each
+    assert "int8/cpu-onednn, N=16, 33 GEMMs" in curves  # 16 split products + the bound GEMM
+    # without VNNI the one crossover of a scheme on oneDNN is int7's over the fp64 scheme
+    (note,) = [t.get_text() for t in ax.texts]
+    assert note.startswith("int7 vs fp64: n=")
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -292,4 +353,4 @@ def test_the_check_measures_what_it_compares():
     per_round = [a["wall"] / b["wall"] for a, b in zip(res["dgemm:int8:fast"], res["dgemm:fp64:fast"])]
     assert rows[0]["measured"] == min(per_round)
     assert rows[2]["predicted"] == pytest.approx(8.0)
-    assert set(CPU_PATHS) == {"native", "fp64/cpu-blas", "int8/cpu-onednn"}
+    assert set(CPU_PATHS) == {"native", "fp64/cpu-blas", "int8/cpu-onednn", "int7/cpu-onednn"}

@@ -1,13 +1,14 @@
 """The TME model on CPUs: which path an FP64-grade GEMM should take.
 
-Three paths (:data:`CPU_PATHS`): numpy's DGEMM, the ``fp64`` scheme on ``cpu-blas``
-(its modular products as FP64 GEMMs) and the ``int8`` scheme on ``cpu-onednn`` (INT8
-GEMMs with INT32 accumulation through oneDNN).  :func:`cpu_path` prices each in the TME
-form, :func:`cpu_crossover` finds where one overtakes another (exactly), and
-:func:`cpu_figure` draws their rates over the order n (:doc:`tme_model`, "CPUs").  The
-CPU entries are :func:`tme_model.specs.load_cpus`'s; the tables and ``--cpu`` of the
-command-line tools are :mod:`tme_model.tables` and :mod:`tme_model.cli_cpu`.  ozaki
-and matplotlib are imported inside the functions.
+Four paths (:data:`CPU_PATHS`): numpy's DGEMM, the ``fp64`` scheme on ``cpu-blas``
+(its modular products as FP64 GEMMs), and the ``int8`` and ``int7`` schemes on
+``cpu-onednn`` (INT8 GEMMs with INT32 accumulation through oneDNN; ``int7``'s moduli up
+to 128 cost one INT8 GEMM each on every instruction set, :func:`int8_gemms_per_product`).
+:func:`cpu_path` prices each in the TME form, :func:`cpu_crossover` finds where one
+overtakes another (exactly), and :func:`cpu_figure` draws their rates over the order n
+(:doc:`tme_model`, "CPUs").  The CPU entries are :func:`tme_model.specs.load_cpus`'s;
+the tables and ``--cpu`` of the command-line tools are :mod:`tme_model.tables` and
+:mod:`tme_model.cli_cpu`.  ozaki and matplotlib are imported inside the functions.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "CPU_PATHS",
+    "CROSSOVERS",
+    "NARROW_S8",
     "CPUCrossover",
     "CPUPath",
     "cpu_crossover",
@@ -35,23 +38,53 @@ __all__ = [
 ]
 
 #: The paths of an FP64 GEMM on a CPU, ``label: (scheme, engine)``: numpy's DGEMM, the
-#: fp64 scheme on FP64 BLAS and the int8 scheme on oneDNN's integer GEMM.
+#: fp64 scheme on FP64 BLAS, and the int8 and int7 schemes on oneDNN's integer GEMM.
 CPU_PATHS: dict[str, tuple[str | None, str | None]] = {
     "native": (None, None), "fp64/cpu-blas": ("fp64", "cpu-blas"),
-    "int8/cpu-onednn": ("int8", "cpu-onednn")}
+    "int8/cpu-onednn": ("int8", "cpu-onednn"), "int7/cpu-onednn": ("int7", "cpu-onednn")}
+
+#: The crossovers the tables and figures show, ``(faster, than)`` pairs of
+#: :data:`CPU_PATHS`: each scheme on oneDNN against the fp64 scheme and native DGEMM,
+#: and the fp64 scheme against native (first three: int8's and fp64's, then int7's).
+CROSSOVERS: tuple[tuple[str, str], ...] = (
+    ("int8/cpu-onednn", "fp64/cpu-blas"), ("int8/cpu-onednn", "native"),
+    ("fp64/cpu-blas", "native"),
+    ("int7/cpu-onednn", "fp64/cpu-blas"), ("int7/cpu-onednn", "native"))
+
+#: The largest bound ``bmax`` of the s8 operand for which ``cpu-onednn`` takes its
+#: one-GEMM ``offset`` encoding without VNNI (the engine's ``NARROW_S8``, which
+#: tests/test_tme_cpu.py pins this to): a pair of u8 x s8 products is then at most
+#: ``2 * 255 * 64 = 32640 <= 2**15 - 1`` and cannot saturate the int16 pair sum.
+NARROW_S8 = 64
 
 
-def int8_gemms_per_product(device: Device) -> int:
+def int8_gemms_per_product(device: Device, bmax: int = 128) -> int:
     """INT8 GEMMs of its size one exact product costs on ``cpu-onednn`` on a CPU.
 
-    1 where the CPU's INT8 path has VNNI or AMX (``ozaki``'s ``offset`` encoding), 2
-    where it has not: pairs of u8 x s8 products are summed into a saturating int16
-    there, and the engine's exact ``split`` encoding multiplies twice the rows (the
-    engine's ``gemms_per_call``; tests/test_tme_cpu.py pins the two together).
+    Parameters
+    ----------
+    device : Device
+        A CPU (its ``isa`` set).
+    bmax : int, optional
+        Bound on the product's s8 operand (the third entry of ``ozaki.exact_gemms``);
+        default 128, the whole int8 range (the ``int8`` scheme's products).
+
+    Returns
+    -------
+    int
+        1 where the CPU's INT8 path has VNNI or AMX (``ozaki``'s ``offset``
+        encoding, for every ``bmax``), and without them for ``bmax <= 64``
+        (:data:`NARROW_S8`: the ``int7`` scheme's residues, FP8 digits, the accurate
+        mode's bound GEMM, whose floors are below ``2**6``: ``offset`` on a narrow s8
+        operand cannot saturate). Else 2: pairs of u8 x s8 products are summed into
+        a saturating int16 there, and the engine's exact ``split`` encoding
+        multiplies twice the rows. This is the engine's ``gemms_for(bmax)``
+        (tests/test_tme_cpu.py pins the two together); it assumes the engine's
+        probes of the narrow ``offset`` encoding pass, as they do on oneDNN 3.2.
     """
     if device.isa is None:
         raise ValueError(f"device {device.key!r} is not a CPU (no isa)")
-    return 1 if device.vnni else 2
+    return 1 if device.vnni or bmax <= NARROW_S8 else 2
 
 
 @dataclass(frozen=True)
@@ -70,7 +103,8 @@ class CPUPath:
         Scaling mode.
     gemms : float
         alpha: the exact GEMMs of the call (``ozaki.exact_gemms``, k-blocks counted by
-        their share of k), times :func:`int8_gemms_per_product` on ``cpu-onednn``.
+        their share of k), each times its :func:`int8_gemms_per_product` (of its
+        ``bmax``) on ``cpu-onednn``.
     c : float
         Seconds per FP64 flop of W when compute-bound: each GEMM's share at its
         unit's peak (FP64, FP32 for blocks on ``cpu-blas``'s FP32 path, INT8).
@@ -132,21 +166,23 @@ def cpu_path(device: Device, label: str, mode: str = "accurate", k: int = REFERE
         return CPUPath(label, None, None, 1.0, 1.0 / p64, 0.0, bw)
     n_mod = ozaki.auto_num_moduli(scheme, int(k))
     if engine == "cpu-onednn":
-        # the int8 scheme's GEMMs (one per modulus, plus the bound GEMM) are the same
-        # list on every INT8 engine; read them on cpu-int8 (numpy, always there), so
-        # that no CPU model needs oneDNN installed here.  All run at the INT8 rate.
-        per, rates = int8_gemms_per_product(device), {False: device.require("int8") * 1e12}
-        blocks = [(kc, False) for kc, _, _ in ozaki.exact_gemms(
-            int(k), scheme=scheme, num_moduli=n_mod, mode=mode, engine=UNIT_ENGINES[scheme])]
+        # the scheme's GEMMs (one per modulus, plus the bound GEMM) are the same list on
+        # every INT8 engine; read them on cpu-int8 (numpy, always there), so that no CPU
+        # model needs oneDNN installed here.  All run at the INT8 rate; each costs the
+        # INT8 GEMMs of its encoding, decided per call from its bmax as the engine does.
+        rates = {False: device.require("int8") * 1e12}
+        blocks = [(kc, False, int8_gemms_per_product(device, bmax))
+                  for kc, _, bmax in ozaki.exact_gemms(int(k), scheme=scheme, num_moduli=n_mod,
+                                                       mode=mode, engine=UNIT_ENGINES[scheme])]
     else:  # each exact block on its path (as tme_model.profile.gemm_paths reads them)
-        per, rates = 1, {False: p64, True: device.require("fp32") * 1e12}
+        rates = {False: p64, True: device.require("fp32") * 1e12}
         eng = ozaki.get_engine(engine)
-        blocks = [(length, eng.fp32(bound))
+        blocks = [(length, eng.fp32(bound), 1)
                   for kc, amax, bmax in ozaki.exact_gemms(int(k), scheme=scheme, num_moduli=n_mod,
                                                           mode=mode, engine=eng)
                   for length, bound in eng.blocks(kc, amax, bmax)]
-    gemms = per * sum(length for length, _ in blocks) / k
-    c = per * sum(length / rates[fp32] for length, fp32 in blocks) / k
+    gemms = sum(per * length for length, _, per in blocks) / k
+    c = sum(per * length / rates[fp32] for length, fp32, per in blocks) / k
     g = RECON_FLOPS_PER_MODULUS * n_mod / p64 if gamma is None else float(gamma)
     return CPUPath(label, n_mod, mode, gemms, c, g, bw)
 
@@ -258,7 +294,8 @@ def cpu_figure(cpus: Sequence[Device], mode: str = "accurate", gamma: float | No
     plt = load_pyplot()
     fig, axes = plt.subplots(1, len(cpus), figsize=(6.5 * len(cpus), 5.2), squeeze=False)
     n = np.geomspace(16, 32768, 300)
-    colours = {"native": "tab:blue", "fp64/cpu-blas": "tab:green", "int8/cpu-onednn": "tab:red"}
+    colours = {"native": "tab:blue", "fp64/cpu-blas": "tab:green", "int8/cpu-onednn": "tab:red",
+               "int7/cpu-onednn": "tab:orange"}
     for ax, dev in zip(axes[0], cpus):
         paths = {label: cpu_path(dev, label, mode, gamma=gamma) for label in CPU_PATHS}
         for label, path in paths.items():
@@ -267,21 +304,21 @@ def cpu_figure(cpus: Sequence[Device], mode: str = "accurate", gamma: float | No
                 f"{label}, N={path.moduli}, {path.gemms:g} GEMMs")
             ax.loglog(n, rate, color=colours[label], lw=2, label=what)
             ax.axhline(1 / path.c / 1e9, color=colours[label], lw=0.8, ls=":")
-        for x, y in (("int8/cpu-onednn", "fp64/cpu-blas"), ("int8/cpu-onednn", "native")):
+        for x, y in (pair for pair in CROSSOVERS if pair[0].endswith("cpu-onednn")):
             c = cpu_crossover(paths[x], paths[y])
             if c.n is not None:
-                ax.axvline(c.n, color="tab:purple", lw=0.8, ls="-.")
+                ax.axvline(c.n, color=colours[x], lw=0.8, ls="-.")
                 ax.annotate(f"{x.split('/')[0]} vs {y.split('/')[0]}: n={c.n:.3g}", (c.n, 0.04),
                             xycoords=ax.get_xaxis_transform(), rotation=90, fontsize=7,
-                            color="tab:purple", ha="right", va="bottom")
+                            color=colours[x], ha="right", va="bottom")
         per = int8_gemms_per_product(dev)
-        ax.set_title(f"{dev.name} [{dev.key}]\nisa {dev.isa}: {per} INT8 GEMM"
-                     f"{'s' if per > 1 else ''} per exact product; {mode} mode", fontsize=9)
+        ax.set_title(f"{dev.name} [{dev.key}]\nisa {dev.isa}: INT8 GEMMs per exact product "
+                     f"int8 {per}, int7 1; {mode} mode", fontsize=9)
         ax.set_xlabel("order n of the square GEMM")
         ax.set_ylabel("FP64 rate 2n^3 / T [GFLOP/s]")
         ax.grid(True, which="major", lw=0.3)
         ax.legend(fontsize=7, loc="lower right")
-    fig.suptitle("TME model on CPUs: dotted lines are each path's compute ceiling; purple "
-                 "lines the crossovers", fontsize=9)
+    fig.suptitle("TME model on CPUs: dotted lines are each path's compute ceiling; dash-dotted "
+                 "lines the crossovers of int8 and int7 (in their colours)", fontsize=9)
     fig.tight_layout()
     return fig

@@ -10,7 +10,7 @@ import math
 import os
 from typing import Sequence
 
-from .cpus import CPU_PATHS, cpu_crossover, cpu_path, int8_gemms_per_product
+from .cpus import CPU_PATHS, CROSSOVERS, cpu_crossover, cpu_path, int8_gemms_per_product
 from .model import native_tflops, predict
 from .profile import Profile
 from .scenario import Scenario
@@ -320,14 +320,15 @@ def cpu_list(cpus: dict[str, Device]) -> str:
 
 def cpu_rows(device: Device, mode: str = "accurate", gamma: float | None = None,
              sizes: Sequence[int] = CPU_SIZES) -> list[dict]:
-    """Predicted seconds of the three CPU paths (:data:`tme_model.cpus.CPU_PATHS`) for
+    """Predicted seconds of the CPU paths (:data:`tme_model.cpus.CPU_PATHS`) for
     square GEMMs of each order in ``sizes`` (N and k-blocks at k = n).
 
     Returns
     -------
     list of dict
         Per n: ``n``, ``<path>_s`` and ``<path>_moduli`` / ``<path>_gemms`` per path,
-        ``int8_over_fp64`` and ``int8_over_native`` (time ratios).
+        ``int8_over_fp64``, ``int8_over_native``, ``int7_over_fp64`` and
+        ``int7_over_native`` (time ratios).
     """
     rows = []
     for n in sizes:
@@ -336,20 +337,20 @@ def cpu_rows(device: Device, mode: str = "accurate", gamma: float | None = None,
             path = cpu_path(device, label, mode, k=int(n), gamma=gamma)
             row[f"{label}_s"] = path.seconds(n)
             row[f"{label}_moduli"], row[f"{label}_gemms"] = path.moduli, path.gemms
-        row["int8_over_fp64"] = row["int8/cpu-onednn_s"] / row["fp64/cpu-blas_s"]
-        row["int8_over_native"] = row["int8/cpu-onednn_s"] / row["native_s"]
+        for s in ("int8", "int7"):
+            row[f"{s}_over_fp64"] = row[f"{s}/cpu-onednn_s"] / row["fp64/cpu-blas_s"]
+            row[f"{s}_over_native"] = row[f"{s}/cpu-onednn_s"] / row["native_s"]
         rows.append(row)
     return rows
 
 
 def cpu_crossovers(device: Device, mode: str = "accurate", gamma: float | None = None) -> list:
-    """The crossovers in n of the int8 scheme against the fp64 scheme and native DGEMM,
-    and of the fp64 scheme against native (paths at :data:`~tme_model.schemes.REFERENCE_K`)."""
-    p = {label: cpu_path(device, label, mode, gamma=gamma)
-         for label in ("native", "fp64/cpu-blas", "int8/cpu-onednn")}
-    return [cpu_crossover(p["int8/cpu-onednn"], p["fp64/cpu-blas"]),
-            cpu_crossover(p["int8/cpu-onednn"], p["native"]),
-            cpu_crossover(p["fp64/cpu-blas"], p["native"])]
+    """The crossovers in n of :data:`tme_model.cpus.CROSSOVERS`, in its order: the int8
+    scheme against the fp64 scheme and native DGEMM, the fp64 scheme against native,
+    the int7 scheme against the fp64 scheme and native (paths at
+    :data:`~tme_model.schemes.REFERENCE_K`)."""
+    p = {label: cpu_path(device, label, mode, gamma=gamma) for label in CPU_PATHS}
+    return [cpu_crossover(p[x], p[y]) for x, y in CROSSOVERS]
 
 
 def cpu_table(device: Device, mode: str = "accurate", gamma: float | None = None,
@@ -358,16 +359,18 @@ def cpu_table(device: Device, mode: str = "accurate", gamma: float | None = None
     rows = cpu_rows(device, mode, gamma, sizes)
     per = int8_gemms_per_product(device)
     r0 = rows[-1]
-    head = ["n", "native [s]", "fp64/cpu-blas [s]", "int8/cpu-onednn [s]", "int8/fp64", "int8/native"]
-    body = [[str(r["n"]), f"{r['native_s']:.3g}", f"{r['fp64/cpu-blas_s']:.3g}",
-             f"{r['int8/cpu-onednn_s']:.3g}", f"{r['int8_over_fp64']:.3g}",
-             f"{r['int8_over_native']:.3g}"] for r in rows]
+    head = ["n", "native [s]", "fp64/cpu-blas [s]", "int8/cpu-onednn [s]", "int7/cpu-onednn [s]",
+            "int8/fp64", "int8/native", "int7/fp64", "int7/native"]
+    body = [[str(r["n"])] + [f"{r[f'{p}_s']:.3g}" for p in CPU_PATHS]
+            + [f"{r[f'{s}_over_{b}']:.3g}" for s in ("int8", "int7") for b in ("fp64", "native")]
+            for r in rows]
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     out = [f"== {device.key}: {device.name}",
            f"isa {device.isa} ({'VNNI/AMX: one INT8 GEMM' if per == 1 else 'no VNNI: two INT8 GEMMs'} "
-           f"per exact product on cpu-onednn); {mode} mode; fp64 scheme "
+           f"per int8 product on cpu-onednn, one per int7 product); {mode} mode; fp64 scheme "
            f"N={r0['fp64/cpu-blas_moduli']} ({r0['fp64/cpu-blas_gemms']:g} GEMMs), int8 scheme "
-           f"N={r0['int8/cpu-onednn_moduli']} ({r0['int8/cpu-onednn_gemms']:g} INT8 GEMMs); "
+           f"N={r0['int8/cpu-onednn_moduli']} ({r0['int8/cpu-onednn_gemms']:g} INT8 GEMMs), int7 "
+           f"scheme N={r0['int7/cpu-onednn_moduli']} ({r0['int7/cpu-onednn_gemms']:g} INT8 GEMMs); "
            f"gamma {'estimated' if gamma is None else f'{gamma:g} s/output'}"]
     out += ["  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in [head] + body]
     out += ["crossovers: " + "; ".join(c.describe() for c in cpu_crossovers(device, mode, gamma))]
@@ -375,17 +378,20 @@ def cpu_table(device: Device, mode: str = "accurate", gamma: float | None = None
 
 
 def cpus_rst(mode: str = "accurate", n: int = 2048) -> str:
-    """Every shipped CPU: ISA, INT8 GEMMs per product, peaks, the time ratios at order
-    ``n`` and the crossovers (the docs' table; gamma estimated)."""
-    head = ["cpu", "isa", "i8/prod", "FP64 TF/s", "INT8 TOP/s", f"int8/fp64 (n={n})",
-            f"int8/native (n={n})", "int8 beats fp64 scheme", "int8 beats native"]
+    """Every shipped CPU: ISA, INT8 GEMMs per int8 product, peaks, the int8 and int7
+    schemes' time ratios at order ``n`` and their crossovers against the fp64 scheme and
+    native DGEMM (the docs' table; gamma estimated)."""
+    schemes = ("int8", "int7")
+    head = (["cpu", "isa", "i8/prod", "FP64 TF/s", "INT8 TOP/s"]
+            + [f"{s}/{b} (n={n})" for s in schemes for b in ("fp64", "native")]
+            + [f"{s} beats {b}" for s in schemes for b in ("fp64 scheme", "native")])
     rows = []
     for key, dev in load_cpus().items():
         (r,) = cpu_rows(dev, mode, None, (n,))
         cross = cpu_crossovers(dev, mode)
         rows.append([key, dev.isa, str(int8_gemms_per_product(dev)), f"{dev.get('fp64_vector'):g}",
-                     f"{dev.get('int8'):g}", f"{r['int8_over_fp64']:.3g}",
-                     f"{r['int8_over_native']:.3g}"]
+                     f"{dev.get('int8'):g}"]
+                    + [f"{r[f'{s}_over_{b}']:.3g}" for s in schemes for b in ("fp64", "native")]
                     + [("never" if c.kind == "never" else f"n > {c.n:.3g}" if c.kind == "above"
-                        else c.describe()) for c in cross[:2]])
+                        else c.describe()) for c in cross[:2] + cross[3:]])
     return rst_table(head, rows)

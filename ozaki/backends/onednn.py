@@ -80,13 +80,13 @@ engine's blocks are added in FP64 by :meth:`ozaki.core.engine.Engine.matmul`,
 exact by the caller's bound ``k amax bmax <= 2**53``. So the encoding changes the
 speed, never a bit. The encoding is chosen per call from ``bmax`` (handed to each
 block, no state shared between concurrent calls): :meth:`OneDNNEngine.encoding_for`.
+The compiled passes that encode, check and combine are in
+:mod:`ozaki.backends.onednn_passes`.
 """
 
 from __future__ import annotations
 
-import threading
 from functools import lru_cache
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -96,6 +96,7 @@ from ..core.workspace import workspace
 # the loader reads its own module's ``library_path``: a test replaces that one.
 from .onednn_library import (DISTRIBUTION, INSTALL_HINT, OneDNNUnavailable, library_info,
                              library_path, load_library)
+from .onednn_passes import compiled, run_checked, run_rows
 
 __all__ = ["OneDNNEngine", "OneDNNUnavailable", "DISTRIBUTION", "INSTALL_HINT",
            "NARROW_S8", "library_path", "library_info"]
@@ -113,122 +114,6 @@ NARROW_S8 = 64
 #: The INT32 bound of one term of ``offset`` on narrow s8 operands: a raw product
 #: ``u b`` (at most ``255 * 64``) plus its compensation ``ao b`` (``128 * 64``).
 _NARROW_TERM = (255 + 128) * NARROW_S8
-
-# --- the passes (numba, compiled at first use; module-level for numba's cache) ------
-
-def _encode_a_rows(t0, t1, X, out, split, bad):
-    """Rows ``t0:t1`` of the u8 operand: ``[r & 127; r < 0]`` (split) or ``r + 128``.
-
-    ``X`` (b, m, k) holds integers in ``[-128, 127]``; anything else (out of
-    range, not an integer, NaN) sets ``bad[t0]`` (the value written is then
-    meaningless, and the caller raises).
-    """
-    m = X.shape[1]
-    k = X.shape[2]
-    flag = 0
-    for t in range(t0, t1):
-        g = t // m
-        i = t - g * m
-        for j in range(k):
-            v = X[g, i, j]
-            inside = (v >= -128.0) & (v <= 127.0)  # False for NaN
-            r = np.int64(v if inside else 0.0)     # a defined conversion
-            flag |= r != v                         # out of range, fraction or NaN
-            if split:
-                out[g, i, j] = r & 127             # r = (r & 127) - 128 [r < 0]
-                out[g, m + i, j] = r < 0
-            else:
-                out[g, i, j] = r + 128
-    if flag:
-        bad[t0] = 1
-
-
-def _encode_b_rows(t0, t1, Y, out, lo, hi, bad):
-    """Rows ``t0:t1`` of the s8 operand: ``Y`` (b, k, n) as int8, checked as above
-    against ``[lo, hi]`` (the int8 range, or ``[-64, 64]`` for narrow ``offset``)."""
-    k = Y.shape[1]
-    n = Y.shape[2]
-    flag = 0
-    for t in range(t0, t1):
-        g = t // k
-        i = t - g * k
-        for j in range(n):
-            v = Y[g, i, j]
-            inside = (v >= lo) & (v <= hi)
-            r = np.int64(v if inside else 0.0)
-            flag |= r != v
-            out[g, i, j] = r
-    if flag:
-        bad[t0] = 1
-
-
-def _check_b_rows(t0, t1, Y, limit, bad):
-    """Rows ``t0:t1`` of an int8 ``Y`` (b, k, n): flags ``bad[t0]`` where an entry
-    is outside ``[-limit, limit]``."""
-    k = Y.shape[1]
-    n = Y.shape[2]
-    flag = False
-    for t in range(t0, t1):
-        g = t // k
-        i = t - g * k
-        for j in range(n):
-            v = np.int32(Y[g, i, j])
-            flag |= (v < -limit) | (v > limit)
-    if flag:
-        bad[t0] = 1
-
-
-def _combine_rows(t0, t1, C, out, split):
-    """Rows ``t0:t1`` of ``out`` (b, m, n) from the INT32 GEMM ``C``: ``C[:m] - 128 C[m:]``
-    per stack slice (split, in int64: exact) or ``C`` itself."""
-    m = out.shape[1]
-    n = out.shape[2]
-    for t in range(t0, t1):
-        g = t // m
-        i = t - g * m
-        if split:
-            for j in range(n):
-                out[g, i, j] = np.int64(C[g, i, j]) - 128 * np.int64(C[g, m + i, j])
-        else:
-            for j in range(n):
-                out[g, i, j] = C[g, i, j]
-
-
-_OUTSIDE = "operand outside the int8 range [-128, 127] or not integer-valued"
-
-_kernels: SimpleNamespace | None = None
-_kernels_lock = threading.Lock()
-
-
-def _compiled() -> SimpleNamespace:
-    """The passes, compiled (``nogil``, cached on disk) at their first use."""
-    global _kernels
-    if _kernels is None:
-        with _kernels_lock:
-            if _kernels is None:
-                import numba as nb
-                jit = nb.njit(nogil=True, cache=True)
-                _kernels = SimpleNamespace(encode_a=jit(_encode_a_rows),
-                                           encode_b=jit(_encode_b_rows),
-                                           check_b=jit(_check_b_rows),
-                                           combine=jit(_combine_rows))
-    return _kernels
-
-
-def _run(kernel, tasks: int, per_task: int, *args) -> None:
-    """``kernel`` over ``tasks`` rows of ``per_task`` entries on ozaki's pass threads
-    (one thread below about 2**16 entries, where waking workers costs more)."""
-    from .cpu.parallel import run
-    run(kernel, tasks, *args, max_threads=max(1, tasks * per_task // 2 ** 16))
-
-
-def _checked(kernel, rows: int, per_row: int, *args, message: str = _OUTSIDE) -> None:
-    """An encoding pass over ``rows`` rows; raises ``message`` where an entry is not an
-    integer in its range (the passes flag their first row's slot of ``bad``)."""
-    bad = np.zeros(rows, np.uint8)
-    _run(kernel, rows, per_row, *args, bad)
-    if bad.any():
-        raise ValueError(message)
 
 
 def _narrow_message(bmax: int) -> str:
@@ -438,7 +323,7 @@ class OneDNNEngine(Engine):
                 for g in range(count):
                     lib.call(A[ix[g]], B[iy[g]], C[g], ao)
         if not direct:
-            _run(_compiled().combine, count * m, n, C, dest, split)
+            run_rows(compiled().combine, count * m, n, C, dest, split)
         if copied:
             out[...] = dest.reshape(out.shape)
 
@@ -463,7 +348,7 @@ class OneDNNEngine(Engine):
             else:
                 np.bitwise_xor(u, 0x80, out=A)
         else:
-            _checked(_compiled().encode_a, X3.shape[0] * m, X3.shape[2], X3, A, split)
+            run_checked(compiled().encode_a, X3.shape[0] * m, X3.shape[2], X3, A, split)
         rows, cols = Y3.shape[0] * Y3.shape[1], Y3.shape[2]
         if Y3.dtype == np.int8:
             if Y3.strides[-1] == 1 and Y3.strides[-2] >= Y3.shape[-1]:
@@ -472,13 +357,13 @@ class OneDNNEngine(Engine):
                 B = ws.take("onednn_b", Y3.shape, np.int8)
                 np.copyto(B, Y3)
             if narrow is not None:
-                _checked(_compiled().check_b, rows, cols, B, NARROW_S8,
-                         message=_narrow_message(narrow))
+                run_checked(compiled().check_b, rows, cols, B, NARROW_S8,
+                            message=_narrow_message(narrow))
             return B
         B = ws.take("onednn_b", Y3.shape, np.int8)
         if narrow is None:
-            _checked(_compiled().encode_b, rows, cols, Y3, B, -128.0, 127.0)
+            run_checked(compiled().encode_b, rows, cols, Y3, B, -128.0, 127.0)
         else:
-            _checked(_compiled().encode_b, rows, cols, Y3, B, float(-NARROW_S8),
-                     float(NARROW_S8), message=_narrow_message(narrow))
+            run_checked(compiled().encode_b, rows, cols, Y3, B, float(-NARROW_S8),
+                        float(NARROW_S8), message=_narrow_message(narrow))
         return B
