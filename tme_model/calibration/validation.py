@@ -30,7 +30,9 @@ def validate(profile: Profile, sizes: Sequence[int] = VALIDATION_SIZES, *, repea
     repeats : int
         Runs per configuration (interleaved); the median is reported.
     schemes, modes : sequence of str, optional
-        ozaki configurations (default ``ozaki.SCHEMES`` and ``ozaki.MODES``).
+        ozaki configurations (default ``ozaki.MODES``, and those of ``ozaki.SCHEMES``
+        the profile has a ``cpu-blas`` rate for: a profile written before a scheme
+        existed validates what it holds).
     progress : bool
         tqdm progress bar on stderr.
     seed : int
@@ -52,7 +54,9 @@ def validate(profile: Profile, sizes: Sequence[int] = VALIDATION_SIZES, *, repea
     check_statistic(statistic)
     all_schemes, all_modes, _ = ozaki_names()
     run = Runner(repeats, progress, "tme-calibrate --validate", seed)
-    validation_tasks(run, sizes, all_schemes if schemes is None else schemes,
+    if schemes is None:
+        schemes = [s for s in all_schemes if "cpu-blas" in profile.lowp_tflops.get(s, {})]
+    validation_tasks(run, sizes, schemes,
                      all_modes if modes is None else modes, seed)
     fft_tasks(run, fft_cases, seed)
     return validation_rows(run.run(), profile, statistic)
