@@ -53,7 +53,8 @@ def test_upper_product_is_the_exact_gemm(seed, zeros, backend):
     G = exact.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1)
     G0, FA0, FB0 = G.copy(), FA.copy(), FB.copy()
     oa, ob = backend.operand(A[None], 0), backend.operand(B[None], 1)
-    U, gemms = certify.upper_product(backend, exact, oa, ob, FA, FB, G, r)
+    U, gemms = certify.upper_product(backend, exact, oa, ob, FA, FB, G, r,
+                                     FA.sum(axis=1), FB.sum(axis=0))
     assert U.dtype == np.float64 and U.shape == (m, n)
     np.testing.assert_array_equal(U.astype(np.int64), want)
     assert np.all(U == want)  # and the float is that integer (|U'| <= 2**51)
@@ -68,7 +69,7 @@ def test_upper_product_is_the_exact_gemm(seed, zeros, backend):
         assert gemms == int(sparse_r.any()) + int(sparse_c.any())
 
 
-def _full_upper(backend, exact, oa, ob, FA, FB, G, r):
+def _full_upper(backend, exact, oa, ob, FA, FB, G, r, rs, cs):
     """The refinement as it first was: ``U'`` always by one GEMM of ``F + I``."""
     backend.add_nonzeros(oa, FA[None])
     backend.add_nonzeros(ob, FB[None])

@@ -239,7 +239,7 @@ class Refinement:
     nB: np.ndarray
     backend: Any
     #: Exact GEMM calls made (``G'``, and ``U'`` where lines hold zeros: 1 to 3).
-    gemms: int = 2
+    gemms: int = 1
 
     def certify(self, sigma, tau, e, f, plan, ratio, bound=None) -> tuple[float, int]:
         """Improve one slice's coarse ``ratio`` (m, n) on this block; ``(max ratio, fails)``.
@@ -283,20 +283,24 @@ def refinement(backend, A, B, rows, cols, la, lb, k, rF, cF, nA, nB) -> Refineme
     Asub, Bsub = _take_lines(A, rows, 0)[None], _take_lines(B, cols, 1)[None]
     oa, ob = backend.operand(Asub, 0), backend.operand(Bsub, 1)
     xp = backend.xp
-    FA = xp.ascontiguousarray(backend.quantize(oa, e[None], xp.empty(oa.layout(1)))[0])
-    FB = xp.ascontiguousarray(backend.quantize(ob, f[None], xp.empty(ob.layout(1)))[0])
+    # the floors, with their line sums (row sums of F_A, column sums of F_B) from the
+    # same pass: exact integers (at most k 2**r), which U' reads
+    FA, rs = backend.quantize(oa, e[None], xp.empty(oa.layout(1)), sums=True)
+    FB, cs = backend.quantize(ob, f[None], xp.empty(ob.layout(1)), sums=True)
+    FA, FB = xp.ascontiguousarray(FA[0]), xp.ascontiguousarray(FB[0])
     exact = backend.exact_engine()
     G = exact.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1)
-    U, gemms = upper_product(backend, exact, oa, ob, FA, FB, G, r)
+    U, gemms = upper_product(backend, exact, oa, ob, FA, FB, G, r, rs[0], cs[0])
     return Refinement(rows, cols, G, U, e, f, rF[rows], cF[cols], nA[rows], nB[cols], backend,
                       1 + gemms)
 
 
-def upper_product(backend, exact, oa, ob, FA, FB, G, r: int):
+def upper_product(backend, exact, oa, ob, FA, FB, G, r: int, rs, cs):
     """``(U', gemms)``: ``U' = (F_A + I_A)(F_B + I_B)``, exactly, from ``G' = F_A F_B``.
 
     ``FA`` (m, k) and ``FB`` (k, n) are the floors at ``r`` bits (FP64 integers in
     ``[0, 2**r)``), ``oa``, ``ob`` their operands; both become ``F + I`` (in place).
+    ``rs`` (m,) and ``cs`` (n,) are the floors' row and column sums.
     Where row ``i`` of ``A`` and column ``j`` of ``B`` hold no zero (every ``I`` is 1)::
 
         U'_ij = G'_ij + sum_l F_A[i, l] + sum_l F_B[l, j] + k,
@@ -310,7 +314,6 @@ def upper_product(backend, exact, oa, ob, FA, FB, G, r: int):
     ``gemms`` counts the exact GEMM calls made here (0 to 2).
     """
     k = FA.shape[1]
-    rs, cs = FA.sum(axis=1), FB.sum(axis=0)
     backend.add_nonzeros(oa, FA[None])  # F + I: the floors' upper neighbours
     backend.add_nonzeros(ob, FB[None])
     # the count of ones I added to each line (exact: integer sums below 2**53)

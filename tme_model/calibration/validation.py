@@ -117,10 +117,10 @@ def validation_rows(res: dict, profile: Profile, statistic: str) -> list[dict]:
                          "runs": len(recs), "measured_runs": list(recs)})
             continue
         r = summarise_record(recs, statistic)
-        refined = tuple(r.get("refined_block", (0, 0)))
+        refined, gemms = tuple(r.get("refined_block", (0, 0))), refined_gemms(r)
         t = profile.predict_gemm(scheme, r["num_moduli"], mode, n, n, n, engine="cpu-blas",
-                                 refined_block=refined, refined_gemms=refined_gemms(r))
-        bound = (bound_gemm_s(profile, scheme, r["num_moduli"], n, refined, refined_gemms(r))
+                                 refined_block=refined, refined_gemms=gemms)
+        bound = (bound_gemm_s(profile, scheme, r["num_moduli"], n, refined, gemms)
                  if mode == "accurate" else 0.0)
         rows.append({
             "n": n, "scheme": scheme, "mode": mode, "num_moduli": r["num_moduli"],
