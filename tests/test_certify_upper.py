@@ -54,22 +54,25 @@ def test_upper_product_is_the_exact_gemm(seed, zeros, backend):
     G0, FA0, FB0 = G.copy(), FA.copy(), FB.copy()
     oa, ob = backend.operand(A[None], 0), backend.operand(B[None], 1)
     U, gemms = certify.upper_product(backend, exact, oa, ob, FA, FB, G, r,
-                                     FA.sum(axis=1), FB.sum(axis=0))
+                                     FA.sum(axis=1), FB.sum(axis=0), IA.sum(axis=1),
+                                     IB.sum(axis=0))
     assert U.dtype == np.float64 and U.shape == (m, n)
     np.testing.assert_array_equal(U.astype(np.int64), want)
     assert np.all(U == want)  # and the float is that integer (|U'| <= 2**51)
     np.testing.assert_array_equal(G, G0)  # the lower bound is left as it was
-    # the floors now hold F + I, the operands of U'
-    np.testing.assert_array_equal(FA, FA0 + IA)
-    np.testing.assert_array_equal(FB, FB0 + IB)
     sparse_r, sparse_c = (~IA).any(axis=1), (~IB).any(axis=0)
+    # the floors hold F + I, the operands of U''s GEMMs, where some line has a zero;
+    # else no pass touched them
+    some = sparse_r.any() or sparse_c.any()
+    np.testing.assert_array_equal(FA, FA0 + IA if some else FA0)
+    np.testing.assert_array_equal(FB, FB0 + IB if some else FB0)
     if sparse_r.sum() * n + m * sparse_c.sum() >= m * n:
         assert gemms == 1
     else:
         assert gemms == int(sparse_r.any()) + int(sparse_c.any())
 
 
-def _full_upper(backend, exact, oa, ob, FA, FB, G, r, rs, cs):
+def _full_upper(backend, exact, oa, ob, FA, FB, G, r, rs, cs, nA, nB):
     """The refinement as it first was: ``U'`` always by one GEMM of ``F + I``."""
     backend.add_nonzeros(oa, FA[None])
     backend.add_nonzeros(ob, FB[None])
@@ -102,3 +105,62 @@ def test_products_keep_their_bits(n, seed, scheme, zeros, monkeypatch):
         {k: v for k, v in vars(i2).items() if k not in skip}
     # without zeros U' costs no GEMM; with them, at most the two partial ones
     assert i1.gemms - i2.gemms in ((-1,) if not zeros else (-1, 0, 1))
+
+
+@pytest.mark.parametrize("zeros", [False, True])
+def test_complex_products_keep_their_bits(zeros, monkeypatch):
+    """``ozaki.zgemm``: the embedding's lines (``[A_r, A_i]`` rows, ``[B_r; -B_i]`` and
+    ``[B_i; B_r]`` columns) count their nonzeros as the refinement's operands do, so the
+    sweep is taken exactly where those lines hold no zero: the same bits as the GEMM."""
+    rng = np.random.default_rng(11)
+    n = 150
+
+    def spread():
+        return rng.standard_normal((n, n)) * np.exp(2 * rng.standard_normal((n, n)))
+
+    A, B = spread() + 1j * spread(), spread() + 1j * spread()
+    if zeros:
+        A.real[::9, 2] = 0.0   # a zero in the real part only: the row is sparse
+        B.imag[4, ::13] = 0.0  # in the imaginary part only: both embedded columns are
+    got = []
+    for upper in (certify.upper_product, _full_upper):
+        monkeypatch.setattr(certify, "upper_product", upper)
+        got.append(ozaki.zgemm(A, B, scheme="int8", bounds=True, return_info=True))
+    (C1, i1), (C2, i2) = got
+    assert i1.refined_block != (0, 0)
+    assert C1.tobytes() == C2.tobytes()
+    assert i1.error_bound.tobytes() == i2.error_bound.tobytes()
+    assert i1.max_bound_ratio == i2.max_bound_ratio and i1.num_moduli == i2.num_moduli
+
+
+@pytest.mark.parametrize("batch, num_moduli, fallback", [
+    (None, "auto", "none"), (None, 16, "exact"), (3, "auto", "exact"), (3, 16, "exact")])
+def test_per_entry_reads_the_last_refined_step(batch, num_moduli, fallback, monkeypatch):
+    """Where every slice is refined, the per-entry pass takes the ratios of each slice's
+    last refinement step (at the count it settled on) instead of forming them again: the
+    same result, fallback entries and info as the pass that forms them (forced here by
+    forgetting those steps)."""
+    from ozaki.core import decisions
+    rng = np.random.default_rng(3)
+    shape = (180, 180) if batch is None else (batch, 120, 120)
+    A = rng.standard_normal(shape) * np.exp(2 * rng.standard_normal(shape))
+    B = rng.standard_normal(shape) * np.exp(2 * rng.standard_normal(shape))
+    refine = decisions._Accurate.refine
+    got = []
+    for forget in (False, True):
+        def refine_then(self, *args, forget=forget):
+            out = refine(self, *args)
+            if forget:
+                self.last.clear()
+            return out
+        monkeypatch.setattr(decisions._Accurate, "refine", refine_then)
+        got.append(ozaki.matmul(A, B, scheme="int8", mode="accurate", num_moduli=num_moduli,
+                                fallback=fallback, return_info=True))
+    (C1, i1), (C2, i2) = got
+    assert i1.refined_block != (0, 0)
+    if num_moduli != "auto":  # a low explicit count: some entries fail and fall back
+        assert 0 < i1.fallback_entries < A.size
+    assert C1.tobytes() == C2.tobytes()
+    for key, value in vars(i1).items():  # per-slice fields of a stack are arrays
+        if key != "seconds":
+            np.testing.assert_array_equal(value, getattr(i2, key), err_msg=key)

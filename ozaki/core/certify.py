@@ -290,36 +290,41 @@ def refinement(backend, A, B, rows, cols, la, lb, k, rF, cF, nA, nB) -> Refineme
     FA, FB = xp.ascontiguousarray(FA[0]), xp.ascontiguousarray(FB[0])
     exact = backend.exact_engine()
     G = exact.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1)
-    U, gemms = upper_product(backend, exact, oa, ob, FA, FB, G, r, rs[0], cs[0])
+    U, gemms = upper_product(backend, exact, oa, ob, FA, FB, G, r, rs[0], cs[0], nA[rows],
+                             nB[cols])
     return Refinement(rows, cols, G, U, e, f, rF[rows], cF[cols], nA[rows], nB[cols], backend,
                       1 + gemms)
 
 
-def upper_product(backend, exact, oa, ob, FA, FB, G, r: int, rs, cs):
+def upper_product(backend, exact, oa, ob, FA, FB, G, r: int, rs, cs, nA, nB):
     """``(U', gemms)``: ``U' = (F_A + I_A)(F_B + I_B)``, exactly, from ``G' = F_A F_B``.
 
     ``FA`` (m, k) and ``FB`` (k, n) are the floors at ``r`` bits (FP64 integers in
-    ``[0, 2**r)``), ``oa``, ``ob`` their operands; both become ``F + I`` (in place).
-    ``rs`` (m,) and ``cs`` (n,) are the floors' row and column sums.
-    Where row ``i`` of ``A`` and column ``j`` of ``B`` hold no zero (every ``I`` is 1)::
+    ``[0, 2**r)``), ``oa``, ``ob`` their operands; both become ``F + I`` (in place)
+    where a GEMM needs them. ``rs`` (m,) and ``cs`` (n,) are the floors' row and column
+    sums, ``nA`` (m,) and ``nB`` (n,) the lines' finite nonzero counts
+    (:attr:`ozaki.core.decisions.Lines.nnz`, of the same operands): the number of ones
+    ``I`` holds on each line, so a line holds no zero (nor inf or NaN, whose ``I`` is 0)
+    exactly when its count is ``k``. Where row ``i`` and column ``j`` are such lines::
 
         U'_ij = G'_ij + sum_l F_A[i, l] + sum_l F_B[l, j] + k,
 
-    an O(mk + kn) pass instead of a GEMM. Exactness: every term is a nonnegative
-    integer and every partial sum, in any order, is at most ``U'_ij <= k 2**(2r) <=
-    2**51`` (``r`` from :func:`refinement`), so FP64 adds them exactly; the line sums
-    likewise (at most ``k 2**r``). The value is therefore the GEMM's, bit for bit. The
-    entries of lines that do hold a zero (or a non-finite value, whose ``I`` is 0) take
-    exact GEMMs of those lines only, or one whole GEMM when they are most of the block.
-    ``gemms`` counts the exact GEMM calls made here (0 to 2).
+    an O(m + n) sweep over ``G'`` instead of a GEMM. Exactness: every term is a
+    nonnegative integer and every partial sum, in any order, is at most ``U'_ij <= k
+    2**(2r) <= 2**51`` (``r`` from :func:`refinement`), so FP64 adds them exactly; the
+    line sums likewise (at most ``k 2**r``). The value is therefore the GEMM's, bit for
+    bit. The entries of lines that do hold a zero take exact GEMMs of those lines only,
+    or one whole GEMM when they are most of the block. ``gemms`` counts the exact GEMM
+    calls made here (0 to 2).
     """
     k = FA.shape[1]
-    backend.add_nonzeros(oa, FA[None])  # F + I: the floors' upper neighbours
-    backend.add_nonzeros(ob, FB[None])
-    # the count of ones I added to each line (exact: integer sums below 2**53)
-    sparse_r = backend.xp.flatnonzero(FA.sum(axis=1) - rs != k)
-    sparse_c = backend.xp.flatnonzero(FB.sum(axis=0) - cs != k)
+    xp = backend.xp
+    sparse_r = xp.flatnonzero(xp.asarray(nA) != k)
+    sparse_c = xp.flatnonzero(xp.asarray(nB) != k)
     m, n = G.shape
+    if len(sparse_r) or len(sparse_c):
+        backend.add_nonzeros(oa, FA[None])  # F + I: the floors' upper neighbours
+        backend.add_nonzeros(ob, FB[None])
     if len(sparse_r) * n + m * len(sparse_c) >= m * n:
         return exact.matmul(FA, FB, 2 ** r, 2 ** r), 1
     U = G + rs[:, None]

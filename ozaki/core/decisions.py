@@ -328,6 +328,8 @@ class _Accurate:
         self.auto = opts.num_moduli == "auto"
         self.xp = opts.backend.xp
         self.gemms, self.refined = 1, (0, 0)
+        # per refined slice, (count, ratio) of its refinement's last step (see per_entry)
+        self.last: dict[int, tuple[int, object]] = {}
         # the row maxima of U: the same for every count
         self.mu = reduce.row_max(opts.backend.upper_rowmax(bd.G, self.rF, self.cF,
                                                            self.nA, self.nB))
@@ -363,7 +365,7 @@ class _Accurate:
         costs less than the extra moduli (or always, for an explicit count)."""
         reduce, count0, m, n = self.reduce, self.count0, self.m, self.n
         ratio = self.xp.empty((1, m, n))
-        self.evaluate(np.array([count0]), g, ratio=ratio)
+        coarse = [count0, self.evaluate(np.array([count0]), g, ratio=ratio), ratio]
         fail = ratio[0] > 1
         rows = np.flatnonzero(reduce.row_any(fail.any(axis=1)))
         cols = np.flatnonzero(reduce.col_any(fail.any(axis=0)))
@@ -383,11 +385,17 @@ class _Accurate:
         scheme, e, f = self.opts.scheme, self.e, self.f
 
         def final(counts, probe=False):
-            r1 = self.xp.empty((1, m, n))
-            c = self.evaluate(counts, g, ratio=r1)
-            plan = crt_plan(scheme, int(counts[0]))
+            count = int(counts[0])
+            if coarse and coarse[0] == count:  # the coarse step at count0, formed above
+                _, c, r1 = coarse
+            else:
+                r1 = self.xp.empty((1, m, n))
+                c = self.evaluate(counts, g, ratio=r1)
+            coarse.clear()
+            plan = crt_plan(scheme, count)
             top, fails = ref.certify(c.sigma[0], c.tau[0], e[g], f[g], plan, r1[0])
             c.max_ratio[0], c.uncertified[0] = reduce.max(top), reduce.sum(fails)
+            self.last[g] = (count, r1)
             return c
 
         # failures only shrink as the count grows
@@ -398,6 +406,14 @@ class _Accurate:
     def per_entry(self, cert, refines: dict):
         """Per-entry ratios (and bounds) at the chosen counts: ``(cert, mask, bound)``."""
         b, m, n = self.b, self.m, self.n
+        last = [self.last.get(g, (None, None)) for g in range(b)]
+        if not self.opts.want_bound and all(c == cert.num_moduli[g]
+                                            for g, (c, _) in enumerate(last)):
+            # every slice is refined, and its last step was at the count it settled on:
+            # that step's ratios are this pass's (the same shifts, the same per-entry
+            # arithmetic), and ``cert`` already holds its outcome
+            ratio = last[0][1] if b == 1 else self.xp.concatenate([r for _, r in last])
+            return cert, ratio > 1, None
         ratio = self.xp.empty((b, m, n))
         bound = self.xp.empty((b, m, n)) if self.opts.want_bound else None
         # each slice's shifts are its count's (a certificate's depend on its count only)
