@@ -25,7 +25,7 @@ def test_public_surface():
                                   "resolve_options", "Resolved", "get_engine", "Engine",
                                   "moduli", "gemms_per_modulus", "set_small_products",
                                   "set_scheme", "emulated_options", "set_backend"}
-    assert ozaki.MODULI_VERSION == 1
+    assert ozaki.MODULI_VERSION == 2
 
 
 @pytest.mark.slow

@@ -42,7 +42,7 @@ import numpy as np
 from . import certify, scaling
 from .kind import REAL, Kind
 from .engine import exact_out
-from .moduli import MIN_MODULI, crt_plan, max_moduli, plan_terms
+from .moduli import MIN_MODULI, REFINEMENT_PRICE, crt_plan, max_moduli, plan_terms
 from .workspace import workspace
 
 __all__ = ["Lines", "Bound", "Norms", "Floors", "BoundData", "Decision", "choose_counts"]
@@ -290,8 +290,9 @@ def decide_accurate(opts, bd: Bound, e, f, la: Lines, lb: Lines, b: int, k: int,
     ``"auto"``). A slice not certified at the start is then resolved on its own:
     where its coarse bound fails, the refined bound (exact FP64 GEMMs on the
     block of failing rows and columns, :func:`ozaki.core.certify.refinement`) may certify at this count, and for
-    ``"auto"`` more moduli may too; it refines when the block costs less than the
-    extra moduli the coarse bound needs. ``operands(g) -> (A_g, B_g)`` gives a
+    ``"auto"`` more moduli may too; it refines when the block, priced at
+    :data:`ozaki.core.moduli.REFINEMENT_PRICE` moduli for the whole product, costs no
+    more than the extra moduli the coarse bound needs. ``operands(g) -> (A_g, B_g)`` gives a
     slice's matrices for the refinement. ``reduce`` combines the blocks of a
     distributed product (:class:`ozaki.core.certify.Whole`): every outcome
     (counts, whether and where to refine, failure counts) is then the whole
@@ -371,9 +372,10 @@ class _Accurate:
         cols = np.flatnonzero(reduce.col_any(fail.any(axis=0)))
         nr, nc = reduce.count_rows(len(rows)), reduce.count_cols(len(cols))
         extra = cert.num_moduli[g] - count0 if not cert.uncertified[g] else np.inf
-        # the rule prices the block at two GEMMs, as the refinement first cost; it is
-        # part of what the results are (it picks counts), so it stays as it is
-        if self.auto and 2 * nr * nc > extra * np.prod(reduce.lines(m, n)):
+        # the refinement of the whole product is priced in the scheme's moduli
+        # (REFINEMENT_PRICE, versioned: the rule picks counts, so results)
+        price = REFINEMENT_PRICE[self.opts.scheme]
+        if self.auto and price * nr * nc > extra * np.prod(reduce.lines(m, n)):
             return cert
         A_g, B_g = operands(g)
         ref = certify.refinement(self.opts.backend, A_g, B_g, rows, cols,

@@ -1,7 +1,20 @@
 """Moduli tables and the constants of the Chinese Remainder reconstruction.
 
 Changing a table changes every result bit, so the tables are versioned:
-bitwise reproducibility holds per :data:`MODULI_VERSION`.
+bitwise reproducibility holds per :data:`MODULI_VERSION`. The version covers every
+constant that picks counts: the tables, the auto counts' targets and the price of
+accurate mode's refinement (:data:`REFINEMENT_PRICE`).
+
+Versions
+--------
+1
+    The first tables (``int7`` appended later without changing the others).
+2
+    The refinement of the low-precision schemes (``int8``, ``int7``, ``fp8``) priced at
+    :data:`REFINEMENT_PRICE` of their moduli, no longer at the fp64 scheme's two: where
+    their coarse bound needs a few more moduli over most of the product, accurate mode
+    now takes those moduli instead of exact FP64 GEMMs of the failing block, so some of
+    its auto counts, and those results, differ from version 1's. Nothing else changed.
 
 Schemes
 -------
@@ -51,10 +64,10 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["MODULI_VERSION", "MODULI", "SCHEMES", "CRTPlan", "crt_plan", "plan_terms",
-           "fp64_kblock"]
+__all__ = ["MODULI_VERSION", "MODULI", "SCHEMES", "REFINEMENT_PRICE", "CRTPlan", "crt_plan",
+           "plan_terms", "fp64_kblock"]
 
-MODULI_VERSION = 1
+MODULI_VERSION = 2
 
 #: k-block for which the fp64 scheme's primes are sized.
 _FP64_KBLOCK = 4096
@@ -74,6 +87,18 @@ MODULI: dict[str, tuple[int, ...]] = {
 }
 
 SCHEMES = ("int8", "fp8", "fp64", "int7")
+
+#: What accurate mode's refinement of a whole product costs, in the scheme's moduli:
+#: with ``auto`` counts, a slice whose coarse bound needs ``extra`` moduli above the
+#: start count refines the block of its failing rows and columns, a share ``f`` of its
+#: entries, only when ``price * f <= extra`` (:func:`ozaki.core.decisions.decide_accurate`;
+#: always when no count certifies). The refinement is exact FP64 GEMMs. For ``fp64``
+#: they are the scheme's own kind of product: two, as the refinement first cost
+#: (``G'`` and ``U'``). For the low-precision schemes an exact FP64 GEMM costs about 4
+#: of their GEMMs a modulus on AVX2 CPUs (``int7``), about 8 with AVX-512 VNNI and 30 or
+#: more on GPUs, so they price it at 8: extra moduli unless the block is a small part
+#: of the product. It picks counts, so it is part of the results (version 2).
+REFINEMENT_PRICE: dict[str, int] = {"int8": 8, "fp8": 8, "fp64": 2, "int7": 8}
 
 #: Smallest number of moduli a plan accepts (one modulus cannot hold a product).
 MIN_MODULI = 2
