@@ -39,7 +39,8 @@ from .kind import Kind
 from .moduli import MODULI, crt_plan, residue_dtype
 from .operands import Prepared
 from .pieces import GROUP_BYTES, group_size
-from .products import complex_product, modular_product, product_bound
+from .products import (column_stack_product, complex_product, modular_product, moduli_product,
+                       product_bound)
 from .workspace import workspace
 
 __all__ = ["Piece", "Layout", "run_piece", "piece_products", "reconstruct_piece",
@@ -68,7 +69,9 @@ class Layout:
     time, small enough to stay in cache between the passes: ``chunk`` slices of a
     stack, or ``width`` of the ``cols`` columns of a single product with a small
     ``A``, whose planes of all moduli are then formed once (``RA``). ``bound``
-    bounds every exact modular product.
+    bounds every exact modular product. ``gemm_columns`` (0: none) cuts each modular
+    product of a single product's piece into GEMMs of that many columns
+    (:func:`~ozaki.core.products.column_stack_product`: for pieces on worker threads).
     """
 
     b: int
@@ -92,6 +95,7 @@ class Layout:
     cols: int
     bound: int
     RA: np.ndarray | None = None
+    gemm_columns: int = 0
 
     @property
     def N(self) -> int:
@@ -193,6 +197,10 @@ def piece_products(pa: Prepared, pb: Prepared, lay: Layout, piece: Piece, store:
         RB = pb.residue_planes(tb, ps, buf_b[:len(ps)], part, cols)
         t1 = time.perf_counter()
         sec["residues"] += t1 - t0
+        if raw and RA is not None and len(ps) == len(moduli) and not kind.complex \
+                and moduli_product(engine, RA, RB, moduli, store, lay.gemm_columns) is not None:
+            sec["products"] += time.perf_counter() - t1  # every modulus in one call
+            return
         for q, p in enumerate(ps):
             t1 = time.perf_counter()
             ra, rb = planes_a[q_a + q], RB[q]
@@ -209,6 +217,8 @@ def piece_products(pa: Prepared, pb: Prepared, lay: Layout, piece: Piece, store:
                     wide = modular_product(backend, engine, ra,
                                            rb.transpose(1, 0, 2).reshape(1, k, c * n), p)
                     prod[...] = wide.reshape(m, c, n).transpose(1, 0, 2)
+                elif lay.gemm_columns:  # GEMMs of gemm_columns columns (one call)
+                    column_stack_product(backend, engine, ra, rb, p, prod, lay.gemm_columns)
                 else:  # one batched GEMM
                     modular_product(backend, engine, ra, rb, p, prod)
                 if not raw:

@@ -46,7 +46,7 @@ from .info import OzakiInfo
 from .moduli import MODULI, auto_num_moduli, residue_dtype
 from .operands import Prepared, floors_buffer
 from .passes import Layout, number_types, run_piece
-from .products import product_bound
+from .products import product_bound, serial_columns
 from .pieces import CHUNK_BYTES, column_block, piece_bytes, piece_threads
 from .workspace import workspace
 
@@ -236,6 +236,10 @@ def _run_pieces(pa: Prepared, pb: Prepared, opts: Options, lay: Layout, plane: n
     pieces = lay.pieces()
     threads = piece_threads(opts.backend, opts.engine, pa, pb, lay.s, lay.t, pieces,
                             lay.moduli, lay.k, lay.kind)
+    if threads > 1 and lay.b == 1 and opts.engine.name == "cpu-blas":
+        # each worker's GEMMs on its own thread: the BLAS's pool would be woken by two
+        # callers at once (:func:`~ozaki.core.products.column_stack_product`)
+        lay = replace(lay, gemm_columns=serial_columns(lay.m, lay.k))
     if threads > 1:
         # the threads start far apart in ``out`` (a piece each from every
         # thread's share in turn), so they do not fault the same fresh pages

@@ -18,6 +18,12 @@ Each digit GEMM is exact on the engine (at most ``k * 256`` in magnitude); the
 combination is formed in FP64, exact while ``k <= 2**36``. Larger ``k`` and the
 direct products are blocked over ``k`` so that every block's exact sum stays
 within ``2**53``, and blocks are reduced mod ``p`` before they are added.
+
+A single product's column blocks on the pieces' worker threads
+(:mod:`ozaki.core.passes`) run their modular products as GEMMs of a few columns
+(:func:`column_stack_product`), and every modulus in one call where the products need
+no digits and no k-blocks (:func:`moduli_product`): the same exact integers, entry by
+entry, so the same bits.
 """
 
 from __future__ import annotations
@@ -31,9 +37,15 @@ from .workspace import workspace
 
 __all__ = ["square_digits", "karatsuba_digits", "uses_digits", "gemms_per_modulus",
            "modular_product", "complex_product", "product_kblock", "product_bound",
-           "product_calls"]
+           "product_calls", "SERIAL_GEMM_MNK", "serial_columns", "column_stack_product",
+           "moduli_product"]
 
 _DIGIT_KBLOCK = 2 ** 36
+
+#: OpenBLAS runs a GEMM with ``m n k`` up to this on the calling thread alone (its
+#: ``SMP_THRESHOLD_MIN`` 65536 times the default ``GEMM_MULTITHREAD_THRESHOLD`` 4), and
+#: larger ones on its own thread pool.
+SERIAL_GEMM_MNK = 2 ** 18
 
 
 def square_digits(r: np.ndarray, s: int) -> tuple[np.ndarray, np.ndarray]:
@@ -174,3 +186,87 @@ def complex_product(backend, engine: Engine, ra: np.ndarray, rb: np.ndarray, p: 
     shape = np.broadcast_shapes(ar.shape[:-2], br.shape[:-2]) + (ar.shape[-2], br.shape[-1])
     return tuple(modular_product(backend, engine, x, y, p, ws.take(f"gauss_{j}", shape))
                  for j, (x, y) in enumerate(((ar, br), (ai, bi), (sa, sb))))
+
+
+def serial_columns(m: int, k: int) -> int:
+    """Columns per GEMM of an ``(m, k)`` operand that OpenBLAS runs on the calling thread
+    alone (``m k w <= SERIAL_GEMM_MNK``), at least one."""
+    return max(1, SERIAL_GEMM_MNK // max(1, m * k))
+
+
+def column_stack_product(backend, engine: Engine, ra: np.ndarray, rb: np.ndarray, p: int,
+                         out: np.ndarray, width: int) -> np.ndarray:
+    """:func:`modular_product` of one ``ra`` (1, m, k) and one ``rb`` (1, k, n) as GEMMs of
+    ``width`` columns each: the blocks of ``rb`` and ``out`` as one stack (strided views,
+    no copy), so one ``np.matmul`` runs them (numpy calls the BLAS once per block); the
+    columns beyond the last full block are one more GEMM.
+
+    For products on the pieces' worker threads (:mod:`ozaki.core.passes`): GEMMs of
+    :func:`serial_columns` columns stay on the calling thread, so two workers do not
+    each wake the BLAS's own pool (measured on two cores with other processes on
+    them: the 6 modular products of one 64 x 64 @ 64 x 32768 FFT stage, in pieces of
+    2048 columns, took 0.09 s and at times up to 2.7 s of thread time as whole-piece
+    GEMMs, 0.05-0.1 s as GEMMs of 64 columns). Column ``j`` of the result is ``ra @ rb[:, :, j]`` in every block, an
+    exact integer (the engine contract), so the blocks change no bit.
+    Stacks, ``width >= n``, and products blocked over ``k`` (:func:`product_kblock`),
+    whose reduction needs a contiguous ``out``, take :func:`modular_product` whole.
+    """
+    m, k = ra.shape[-2:]
+    n = rb.shape[-1]
+    if width >= n or ra.shape[0] != 1 or rb.shape[0] != 1 or out.shape[0] != 1 \
+            or k > product_kblock(engine, p):
+        return modular_product(backend, engine, ra, rb, p, out)
+    blocks = n // width
+    full = blocks * width
+    stack_b = rb[0, :, :full].reshape(k, blocks, width).transpose(1, 0, 2)
+    stack_c = out[0, :, :full].reshape(m, blocks, width).transpose(1, 0, 2)
+    if not np.shares_memory(stack_c, out):  # pragma: no cover - a reshape must not copy
+        raise AssertionError("the column blocks of out must be views")
+    modular_product(backend, engine, ra, stack_b, p, stack_c)
+    if full < n:
+        modular_product(backend, engine, ra, rb[..., full:], p, out[..., full:])
+    return out
+
+
+def moduli_product(engine: Engine, RA: np.ndarray, RB: np.ndarray, moduli: tuple[int, ...],
+                   out: np.ndarray, width: int = 0) -> np.ndarray | None:
+    """The exact products ``RA[q] @ RB[q]`` of every modulus of a single product in one
+    call of the engine, or ``None`` (nothing written) where that cannot be one call.
+
+    ``RA`` (N, 1, m, k) and ``RB`` (N, 1, k, n) hold the residue planes of the ``N``
+    ``moduli``; ``out`` (N, 1, m, n) receives the products themselves (what
+    :func:`modular_product` gives when no reduction is needed). One ``engine.matmul``
+    of the stack of ``N`` GEMMs (numpy calls the BLAS once per GEMM), with operand bound
+    ``h = max(p) // 2`` over all of them; with ``width`` (0: none) each GEMM is cut
+    further into GEMMs of ``width`` columns, as in :func:`column_stack_product`.
+
+    Exact: it takes only moduli whose residues the engine multiplies directly
+    (:func:`uses_digits` false) and ``k`` within every modulus's
+    :func:`product_kblock` (no reduction between k-blocks), so, by the engine
+    contract (:meth:`~ozaki.core.engine.Engine.matmul`, with ``h`` bounding every
+    residue), every entry is the exact integer ``sum_l ra_l rb_l``, the number
+    :func:`modular_product` returns for that modulus, whatever path or encoding the
+    engine picks from the bound: the same numbers, with one call per piece instead
+    of one per modulus.
+    """
+    N, _, m, k = RA.shape
+    n = RB.shape[-1]
+    if RA.shape[1] != 1 or RB.shape[1] != 1 or out.shape[1] != 1 \
+            or any(uses_digits(engine, p) for p in moduli) \
+            or k > min(product_kblock(engine, p) for p in moduli):
+        return None
+    h = max(moduli) // 2
+    ra, rb, dst = RA[:, 0], RB[:, 0], out[:, 0]  # (N, m, k), (N, k, n), (N, m, n)
+    if not width or width >= n:
+        engine.matmul(ra, rb, h, h, out=dst)
+        return out
+    blocks = n // width
+    full = blocks * width
+    stack_b = rb[..., :full].reshape(N, k, blocks, width).transpose(0, 2, 1, 3)
+    stack_c = dst[..., :full].reshape(N, m, blocks, width).transpose(0, 2, 1, 3)
+    if not np.shares_memory(stack_c, out):  # pragma: no cover - a reshape must not copy
+        raise AssertionError("the column blocks of out must be views")
+    engine.matmul(ra[:, None], stack_b, h, h, out=stack_c)
+    if full < n:
+        engine.matmul(ra, rb[..., full:], h, h, out=dst[..., full:])
+    return out
