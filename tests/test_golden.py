@@ -264,10 +264,37 @@ def real_transforms() -> dict[str, str]:
     return out
 
 
+def refinement_price() -> dict[str, str]:
+    """Accurate mode's choice between refining a block and more moduli (version 2 of the
+    tables: the refinement priced in the scheme's moduli). Entries ``N(0,1) exp(N(0,1))``,
+    on which int8 and int7 take extra moduli where version 1 refined most of the
+    product in FP64, and the same with the spread on a few rows only, which they refine;
+    the count and the refined block are pinned with the bits."""
+    import ozaki
+    rng = np.random.default_rng(9)
+    n = 300
+    X = [rng.standard_normal((n, n)) for _ in range(3)]
+    wide = X[0] * np.exp(rng.standard_normal((n, n)))
+    rows = X[1].copy()
+    rows[[3, 70, 141, 299]] = wide[[3, 70, 141, 299]]
+    B = X[2] * np.exp(rng.standard_normal((n, n)))
+    out = {}
+    for name, A in (("whole", wide), ("rows", rows)):
+        for scheme in ozaki.SCHEMES:
+            C, info = ozaki.dgemm(A, B, scheme=scheme, mode="accurate", bounds=True,
+                                  return_info=True)
+            key = f"{name}/{scheme}"
+            out[key] = _digest(C)
+            out[key + "/bound"] = _digest(info.error_bound)
+            out[key + "/choice"] = _digest(np.array([info.num_moduli, *info.refined_block]))
+    return out
+
+
 SETS = {"emulated": emulated, "compensated": compensated, "transforms": transforms,
         "factorisations": factorisations, "complex_factorisations": complex_factorisations,
         "inputs": inputs, "blas": blas,
-        "prepared": prepared, "stacks": stacks, "real_transforms": real_transforms}
+        "prepared": prepared, "stacks": stacks, "real_transforms": real_transforms,
+        "refinement_price": refinement_price}
 #: The sets computed with the small-product path on (its real threshold); the others run
 #: the emulation on their small products (the test suite's default, tests/conftest.py).
 REAL_THRESHOLD = ("compensated", "factorisations", "complex_factorisations")
