@@ -245,14 +245,16 @@ def machine_scheme(mode: str = "accurate") -> str:
     ``ONEDNN_MAX_CPU_ISA=AVX2``, with OpenBLAS's and numba's code held to AVX2 too, on
     the same loaded two cores): int7 0.87-0.89x the time of fp64 on cpu-blas, where
     int8's split-encoded products (two GEMMs a modulus) take 1.17-1.25x; with FP64 BLAS
-    left on AVX-512, int7 0.94-1.06x. ``"accurate"``: ``fp64`` everywhere. int8's bound
-    GEMM (int7's too) keeps 6-bit floors, so on inputs with a spread of magnitudes its
-    certificate sends blocks to the FP64 refinement (an exact FP64 GEMM and the certify
-    passes, :func:`ozaki.core.certify.refinement`): measured for int8 on entries
-    (U - 1/2) exp(N(0, 1)) with VNNI, 1.01x the time of fp64's accurate call at n = 256,
-    1.02x at 1024, 0.70x at 2048 (``python -m benchmarks.engines_goals``). It is no
-    faster below n = 1024 and the gain depends on the data, so the accurate default stays
-    on fp64, whose bits :mod:`ozaki.linalg`'s documented figures were measured with.
+    left on AVX-512, int7 0.94-1.06x. ``"accurate"``: ``fp64`` everywhere. The integer
+    schemes' bound GEMMs keep 6-bit floors; since version 2 of the tables they take a
+    modulus or two more where that bound fails over most of the product, instead of
+    refining it with an exact FP64 GEMM (:data:`ozaki.core.moduli.REFINEMENT_PRICE`).
+    Measured on entries (U - 1/2) exp(N(0, 1)) (``python -m benchmarks.engines_goals``):
+    with VNNI, int8 0.95x the time of fp64's accurate call at n = 1024 and 0.41-0.42x at
+    2048 and 4096; without VNNI, int7 1.12x at 1024 and 0.84x at 2048. The accurate
+    default stays on fp64: without VNNI the integer scheme is not faster at n = 1024,
+    and :mod:`ozaki.linalg`'s documented figures were measured with fp64's bits; pass
+    ``scheme="int8"`` (or pin it) for the integer path.
 
     The fast-mode choice follows the machine, and schemes differ in their bits (each
     is FP64 grade): results of such calls differ between a VNNI machine (int8), one
