@@ -250,11 +250,11 @@ def machine_scheme(mode: str = "accurate") -> str:
     modulus or two more where that bound fails over most of the product, instead of
     refining it with an exact FP64 GEMM (:data:`ozaki.core.moduli.REFINEMENT_PRICE`).
     Measured on entries (U - 1/2) exp(N(0, 1)) (``python -m benchmarks.engines_goals``):
-    with VNNI, int8 0.95x the time of fp64's accurate call at n = 1024 and 0.41-0.42x at
-    2048 and 4096; without VNNI, int7 1.12x at 1024 and 0.84x at 2048. The accurate
-    default stays on fp64: without VNNI the integer scheme is not faster at n = 1024,
-    and :mod:`ozaki.linalg`'s documented figures were measured with fp64's bits; pass
-    ``scheme="int8"`` (or pin it) for the integer path.
+    with VNNI, int8 0.95-0.96x the time of fp64's accurate call at n = 1024 and
+    0.36-0.42x at 2048 and 4096 (two runs); without VNNI, int7 1.12x at 1024 and 0.84x
+    at 2048. The accurate default stays on fp64: without VNNI the integer scheme is not
+    faster at n = 1024, and :mod:`ozaki.linalg`'s documented figures were measured with
+    fp64's bits; pass ``scheme="int8"`` (or pin it) for the integer path.
 
     The fast-mode choice follows the machine, and schemes differ in their bits (each
     is FP64 grade): results of such calls differ between a VNNI machine (int8), one
