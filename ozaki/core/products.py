@@ -206,25 +206,21 @@ def column_stack_product(backend, engine: Engine, ra: np.ndarray, rb: np.ndarray
     each wake the BLAS's own pool (measured on two cores with other processes on
     them: the 6 modular products of one 64 x 64 @ 64 x 32768 FFT stage, in pieces of
     2048 columns, took 0.09 s and at times up to 2.7 s of thread time as whole-piece
-    GEMMs, 0.05-0.1 s as GEMMs of 64 columns). Column ``j`` of the result is ``ra @ rb[:, :, j]`` in every block, an
-    exact integer (the engine contract), so the blocks change no bit.
+    GEMMs, 0.05-0.1 s as GEMMs of 64 columns). Column ``j`` of the result is
+    ``ra @ rb[:, :, j]`` in every block, an exact integer (the engine contract), so the
+    blocks change no bit.
     Stacks, ``width >= n``, and products blocked over ``k`` (:func:`product_kblock`),
     whose reduction needs a contiguous ``out``, take :func:`modular_product` whole.
     """
-    m, k = ra.shape[-2:]
-    n = rb.shape[-1]
+    k, n = rb.shape[-2:]
     if width >= n or ra.shape[0] != 1 or rb.shape[0] != 1 or out.shape[0] != 1 \
             or k > product_kblock(engine, p):
         return modular_product(backend, engine, ra, rb, p, out)
-    blocks = n // width
-    full = blocks * width
-    stack_b = rb[0, :, :full].reshape(k, blocks, width).transpose(1, 0, 2)
-    stack_c = out[0, :, :full].reshape(m, blocks, width).transpose(1, 0, 2)
-    if not np.shares_memory(stack_c, out):  # pragma: no cover - a reshape must not copy
-        raise AssertionError("the column blocks of out must be views")
+    stack_b, rest_b = _column_blocks(rb[0], width)
+    stack_c, rest_c = _column_blocks(out[0], width)
     modular_product(backend, engine, ra, stack_b, p, stack_c)
-    if full < n:
-        modular_product(backend, engine, ra, rb[..., full:], p, out[..., full:])
+    if rest_b.shape[-1]:
+        modular_product(backend, engine, ra, rest_b[None], p, rest_c[None])
     return out
 
 
@@ -249,8 +245,7 @@ def moduli_product(engine: Engine, RA: np.ndarray, RB: np.ndarray, moduli: tuple
     engine picks from the bound: the same numbers, with one call per piece instead
     of one per modulus.
     """
-    N, _, m, k = RA.shape
-    n = RB.shape[-1]
+    k, n = RB.shape[-2:]
     if RA.shape[1] != 1 or RB.shape[1] != 1 or out.shape[1] != 1 \
             or any(uses_digits(engine, p) for p in moduli) \
             or k > min(product_kblock(engine, p) for p in moduli):
@@ -260,13 +255,21 @@ def moduli_product(engine: Engine, RA: np.ndarray, RB: np.ndarray, moduli: tuple
     if not width or width >= n:
         engine.matmul(ra, rb, h, h, out=dst)
         return out
-    blocks = n // width
-    full = blocks * width
-    stack_b = rb[..., :full].reshape(N, k, blocks, width).transpose(0, 2, 1, 3)
-    stack_c = dst[..., :full].reshape(N, m, blocks, width).transpose(0, 2, 1, 3)
-    if not np.shares_memory(stack_c, out):  # pragma: no cover - a reshape must not copy
-        raise AssertionError("the column blocks of out must be views")
+    stack_b, rest_b = _column_blocks(rb, width)
+    stack_c, rest_c = _column_blocks(dst, width)
     engine.matmul(ra[:, None], stack_b, h, h, out=stack_c)
-    if full < n:
-        engine.matmul(ra, rb[..., full:], h, h, out=dst[..., full:])
+    if rest_b.shape[-1]:
+        engine.matmul(ra, rest_b, h, h, out=rest_c)
     return out
+
+
+def _column_blocks(X: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(blocks, rest)``: the first ``width * (n // width)`` columns of ``X`` (..., r, n)
+    as a stack (..., n // width, r, width) and the remaining columns (..., r, n % width),
+    both views of ``X`` (written through when ``X`` is an output)."""
+    n = X.shape[-1]
+    full = n // width * width
+    blocks = X[..., :full].reshape(X.shape[:-1] + (n // width, width)).swapaxes(-3, -2)
+    if not np.shares_memory(blocks, X):  # pragma: no cover - a reshape must not copy
+        raise AssertionError("the column blocks must be views")
+    return blocks, X[..., full:]
