@@ -10,10 +10,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+import ozaki
+
 from validation.families import adversarial_cases, find
 from validation.metrics import RationalReference, Reference, round_fraction
 from validation.reference import dd_matmul, exact_expansion, fraction_matmul, test_matrix
-from validation.suite import KNOWN_ISSUES, CaseRun, run_case
+from validation.suite import ENGINE_CHECK_LIMIT, KNOWN_ISSUES, UNIT_ENGINES, CaseRun, run_case
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -102,14 +104,25 @@ def test_quick_tier(quick_tier):
         assert {"name", "m", "n", "k", "reference", "native", "runs"} <= set(c)
         assert {"max_rel", "median_rel", "max_nrm", "median_nrm"} <= set(c["native"])
         seen = {(r["scheme"], r["mode"]) for r in c["runs"] if r["requested"] == "auto"}
-        assert seen == {(s, m) for s in ("int8", "fp8", "fp64") for m in ("accurate", "fast")}
+        assert seen == {(s, m) for s in ozaki.SCHEMES for m in ("accurate", "fast")}
         for r in c["runs"]:
-            assert {"num_moduli", "gemms", "max_rel", "max_nrm", "uncertified",
+            assert {"num_moduli", "gemms", "engine", "max_rel", "max_nrm", "uncertified",
                     "fallback", "exact_entries", "special"} <= set(r)
+            # the default engine ran it, and auto in accurate mode met the scheme's unit
+            assert r["engine"] == ozaki.resolve_options(r["scheme"], "auto", r["mode"],
+                                                        "auto").engine.name
+            small = c["m"] * c["n"] * c["k"] <= ENGINE_CHECK_LIMIT
+            if r["requested"] == "auto" and r["mode"] == "accurate" and small:
+                assert r.get("unit_engine") == UNIT_ENGINES.get(r["scheme"])
             assert r["fallback"] in ("none", "exact")
             assert r["bound"]["max_err_over_bound"] <= 1  # both modes give bounds now
     report = (out / "report.md").read_text()
     assert "## Adversarial inputs" in report and "native fallback" not in report
+    for s in ozaki.SCHEMES:  # every scheme's tables, and the engine it ran on
+        assert f"Scheme {s}: auto against native" in report
+        assert f"{s} on ``{ozaki.resolve_options(s, 'auto', 'fast', 'auto').engine.name}``" \
+            in report
+        assert (out / f"error_vs_moduli_{s}.png").stat().st_size > 0
 
 
 def test_no_known_issues_remain(quick_tier):
@@ -322,3 +335,11 @@ def test_a_wrong_ozaki_result_fails_the_case(monkeypatch):
     checks = {f["check"] for f in res["failures"]}
     assert {"inf_where_finite", "guard-rounding"} <= checks
     assert all(f["first"] == [0, 0] for f in res["failures"])
+
+
+def test_the_campaign_covers_every_scheme():
+    from validation.report import SCHEMES as reported
+    assert set(reported) == set(ozaki.SCHEMES) and len(reported) == len(ozaki.SCHEMES)
+    # every low-precision scheme has a simulated unit engine to be compared with
+    assert set(UNIT_ENGINES) == set(ozaki.SCHEMES) - {"fp64"}
+    assert all(e in ozaki.available_engines() for e in UNIT_ENGINES.values())

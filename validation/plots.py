@@ -62,7 +62,8 @@ def error_vs_moduli(res, out: Path) -> list[tuple[str, str]]:
 def auto_vs_native(res, out: Path) -> list[tuple[str, str]]:
     cases = regular_cases(res)
     x = np.arange(len(cases))
-    fig, axes = plt.subplots(3, 1, figsize=(max(10, 0.22 * len(cases) + 3), 11), sharex=True)
+    fig, axes = plt.subplots(len(SCHEMES), 1, sharex=True,
+                             figsize=(max(10, 0.22 * len(cases) + 3), 3.7 * len(SCHEMES)))
     for ax, scheme in zip(axes, SCHEMES):
         acc = [auto_run(c, scheme, "accurate") for c in cases]
         fast = [auto_run(c, scheme, "fast") for c in cases]
@@ -94,7 +95,7 @@ def auto_counts(res, out: Path) -> list[tuple[str, str]]:
     cases = [c for c in res["cases"] if c["family"] == "phi" and not c["params"].get("large")]
     labels = list(dict.fromkeys(c["phi_label"] for c in cases))
     colors = dict(zip(labels, plt.cm.viridis(np.linspace(0, 0.9, len(labels)))))
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    fig, axes = plt.subplots(1, len(SCHEMES), figsize=(4.4 * len(SCHEMES), 4))
     for ax, scheme in zip(axes, SCHEMES):
         for lab in labels:
             cs = sorted((c for c in cases if c["phi_label"] == lab), key=lambda c: c["k"])

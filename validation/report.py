@@ -9,13 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 from .families import PHIS
+from .suite import SCHEMES
 
 ADVERSARIAL = "adversarial"
 
 U = 2.0 ** -53
 PEERS = [("int8", 14, "GEMMul8"), ("int8", 15, "GEMMul8"), ("fp8", 10, "GEMMul8"),
          ("fp8", 11, "GEMMul8"), ("fp8", 12, "TME paper")]
-SCHEMES = ("int8", "fp8", "fp64")
 
 
 def fu(x) -> str:
@@ -67,6 +67,17 @@ def _phi_key(c):
 
 # -- sections -----------------------------------------------------------------
 
+def engines(res) -> str:
+    """The engines the campaign's runs took, per scheme: ``int8 on cpu-onednn, ...``
+    (runs recorded before the engine was, in ``cpu-blas``)."""
+    seen: dict = {}
+    for c in res["cases"]:
+        for r in c["runs"]:
+            seen.setdefault(r["scheme"], {}).setdefault(r.get("engine", "cpu-blas"), None)
+    return ", ".join(f"{s} on {' and '.join(f'``{e}``' for e in seen[s])}"
+                     for s in SCHEMES if s in seen)
+
+
 def _summary(res):
     meta, cases = res["meta"], res["cases"]
     nruns = sum(len(c["runs"]) for c in cases)
@@ -86,9 +97,9 @@ def _summary(res):
                     "they do not count as failures).")
     return [("p", f"Tier ``{meta['tier']}``: {len(cases)} cases, {nruns} ozaki calls checked "
                   f"in {meta['seconds']:.0f} s (ozaki {meta['ozaki']}, moduli tables "
-                  f"version {meta['moduli_version']}, numpy {meta['numpy']}, engine "
-                  "``cpu-blas``; auto in accurate mode also on the scheme's own simulated "
-                  "engine, compared bitwise). " + verdict),
+                  f"version {meta['moduli_version']}, numpy {meta['numpy']}; {engines(res)}, "
+                  "the default engines (``engine=\"auto\"``); auto in accurate mode also on "
+                  "the scheme's own simulated engine, compared bitwise). " + verdict),
             ("p", f"References: {kinds.count('exact')} cases exact (every entry as an exact "
                   f"expansion; {frac - kinds.count('rational')} of them also checked equal to "
                   f"Fractions), {kinds.count('rational')} in rational arithmetic (the "

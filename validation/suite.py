@@ -33,7 +33,12 @@ from ozaki import CertificationError
 from .families import ALL, Case, build
 from .metrics import bound_stats, make_reference, summarize
 
-SCHEMES = ("int8", "fp8", "fp64")
+#: Every scheme ozaki offers (the tests pin this to ``ozaki.SCHEMES``), in report order.
+SCHEMES = ("int8", "int7", "fp8", "fp64")
+#: The simulated engine of each low-precision scheme's own unit (numpy integer and FP8
+#: arithmetic): auto in accurate mode is run there too and compared bitwise with the
+#: default engine's result (``cpu-onednn`` where installed, else ``cpu-blas``).
+UNIT_ENGINES = {"int8": "cpu-int8", "int7": "cpu-int8", "fp8": "cpu-fp8"}
 MODES = ("accurate", "fast")
 ENGINE_CHECK_LIMIT = 2 ** 26  # m n k up to which the scheme's own engine is compared
 SPECIAL_CHECKS = ("nan", "inf_where_finite", "overflow_wrong")
@@ -56,7 +61,7 @@ def total_runs(cases) -> int:
 
 
 def _info(info) -> dict:
-    return {"num_moduli": info.num_moduli, "gemms": info.gemms,
+    return {"num_moduli": info.num_moduli, "gemms": info.gemms, "engine": info.engine,
             "seconds": float(sum(info.seconds.values())), "bound_kind": info.bound_kind,
             "max_bound_ratio": float(info.max_bound_ratio), "uncertified": info.uncertified,
             "certified": bool(info.certified), "fallback": info.fallback,
@@ -183,9 +188,10 @@ class CaseRun:
             except CertificationError as exc:
                 rec["raise_message"] = str(exc)
         m, k = A.shape
-        if mode == "accurate" and scheme != "fp64" and m * B.shape[1] * k <= ENGINE_CHECK_LIMIT:
+        if mode == "accurate" and scheme in UNIT_ENGINES \
+                and m * B.shape[1] * k <= ENGINE_CHECK_LIMIT:
             with np.errstate(over="ignore", invalid="ignore"):
-                Ce, infoe = ozaki.dgemm(A, B, scheme=scheme, engine=f"cpu-{scheme}",
+                Ce, infoe = ozaki.dgemm(A, B, scheme=scheme, engine=UNIT_ENGINES[scheme],
                                         return_info=True)
             rec["unit_engine"] = infoe.engine
             rec["unit_gemms"] = infoe.gemms
