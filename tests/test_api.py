@@ -284,13 +284,35 @@ def test_workspace_is_reused_and_capped(AB):
 @pytest.mark.slow
 def test_main_job_runs_and_reports_every_scheme():
     out = subprocess.run([sys.executable, "-m", "ozaki", "--n", "96", "--sample", "20",
-                          "--repeat", "1"], capture_output=True, text=True, check=True)
-    lines = out.stdout.splitlines()
-    rows = [ln.split() for ln in lines if ln.split() and ln.split()[0] in ("fp64", "int8", "fp8")]
-    assert [(r[0], r[2]) for r in rows] == [(s, m) for s in ("fp64", "int8", "fp8")
+                          "--repeat", "1"], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    header = next(ln for ln in lines if ln.startswith("scheme "))
+    assert header.split()[:5] == ["scheme", "moduli", "mode", "engine", "GEMMs"]
+    table = lines[lines.index(header):]
+    table = table[:table.index("")]  # header, rule, numpy, one row per scheme and mode
+    assert all(len(ln) == len(header) for ln in table)  # aligned: every row as wide
+    rows = [ln.split() for ln in table[3:]]
+    # every scheme of ozaki.SCHEMES (fp64 first, then the others in their order), both modes
+    schemes = ("fp64",) + tuple(s for s in ozaki.SCHEMES if s != "fp64")
+    assert sorted(schemes) == sorted(ozaki.SCHEMES) and "int7" in schemes
+    assert [(r[0], r[2]) for r in rows] == [(s, m) for s in schemes
                                             for m in ("accurate", "fast")]
-    assert all(float(r[4]) < 1e-12 for r in rows)  # max relative error column
-    assert "exact values on 20 sampled entries" in out.stdout
+    # the engine column: the engine engine="auto" takes for that scheme on this machine
+    assert [r[3] for r in rows] == [ozaki.resolve_options(r[0], "auto", r[2], "auto").engine.name
+                                    for r in rows]
+    assert all(float(r[5]) < 1e-12 for r in rows)  # max relative error column
+    assert "exact values on 20 sampled entries" in out
+    # 96**3 <= 2**24 terms: every row took the compensated path, and the footnote says so
+    assert all(r[1] == "0" and r[4] == "0" for r in rows)
+    text = " ".join(out.split())  # the footnote's paragraphs are wrapped
+    assert "took the compensated path" in text
+    engines = ", ".join(dict.fromkeys(r[3] for r in rows))
+    assert f'(engine="auto", info.engine): {engines}.' in text
+    assert "cpu-blas: one FP64 GEMM per modulus" not in text
+    auto = [ozaki.resolve_options("auto", "auto", m, "auto") for m in ("accurate", "fast")]
+    assert (f'scheme="auto" on this machine: accurate mode {auto[0].scheme} on '
+            f"{auto[0].engine.name}, fast mode {auto[1].scheme} on {auto[1].engine.name}."
+            in text)
 
 
 @pytest.mark.parametrize("name", ["ozaki", "ozaki.api.facts", "ozaki.api.front",

@@ -176,7 +176,10 @@ def test_main_job_warms_each_configuration_before_timing(monkeypatch, capsys):
     assert job.main(["--n", "24", "--sample", "8", "--repeat", "2"]) == 0
     out = capsys.readouterr().out
 
-    configs = [(s, m) for s in ("fp64", "int8", "fp8") for m in ("accurate", "fast")]
+    import ozaki
+    schemes = ("fp64",) + tuple(s for s in ozaki.SCHEMES if s != "fp64")
+    assert "int7" in schemes and sorted(schemes) == sorted(ozaki.SCHEMES)
+    configs = [(s, m) for s in schemes for m in ("accurate", "fast")]
     warm = [e for e in events if not e[3]]
     timed = [e for e in events if e[3]]
     # one untimed call per configuration, on the timed calls' size, all before any timing
@@ -186,5 +189,68 @@ def test_main_job_warms_each_configuration_before_timing(monkeypatch, capsys):
     assert [(s, m) for s, m, _, _ in timed] == [c for c in configs for _ in range(2)]
     # said on screen, before the table
     say = out.index("compiling kernels on first use (cached afterwards)")
-    assert say < out.index("\nscheme ") < out.index("\nfp8 ")
+    assert say < out.index("\nscheme ") < out.index("\nfp8 ") < out.index("\nint7 ")
     assert "first calls include numba compilation" not in out
+
+
+def test_main_job_reports_each_rows_engine_and_gemms(monkeypatch, capsys):
+    """With small products emulated, the table's moduli, engine and GEMMs columns are the
+    timed calls' ``info``, and the footnote's counts per modulus are true of them."""
+    import ozaki
+    import ozaki.__main__ as job
+
+    infos = []
+    real_dgemm = job.dgemm
+
+    def dgemm(A, B, **kw):  # records the timed calls' info (the warm-up asks for none)
+        result = real_dgemm(A, B, **kw)
+        if kw.get("return_info"):
+            infos.append(result[1])
+        return result
+
+    monkeypatch.setattr(job, "dgemm", dgemm)
+    with ozaki.set_small_products(False):
+        assert job.main(["--n", "24", "--sample", "8", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    header = next(ln for ln in lines if ln.startswith("scheme "))
+    start = lines.index(header) + 3  # past the rule and the numpy row
+    rows = [ln.split() for ln in lines[start:start + len(infos)]]
+    assert len(infos) == 2 * len(ozaki.SCHEMES) and lines[start + len(infos)] == ""
+    assert all(len(ln) == len(header) for ln in lines[start - 3:start + len(infos)])
+    assert [(r[0], int(r[1]), r[2], r[3], int(r[4])) for r in rows] == [
+        (i.scheme, i.num_moduli, i.mode, i.engine, i.gemms) for i in infos]
+    assert all(i.path == "emulated" and i.num_moduli > 0 for i in infos)
+    text = " ".join(out.split())
+    assert "compensated path" not in text
+    engines = list(dict.fromkeys(i.engine for i in infos))
+    assert f'(engine="auto", info.engine): {", ".join(engines)}.' in text
+    for i in infos:
+        per = ozaki.gemms_per_modulus(i.scheme, i.engine)
+        assert re.search(rf"\b{i.scheme} {per}\b[^;]* on {i.engine} \(", text)
+        # the footnote's rule: per * moduli, +1 for the accurate bound, +1..3 if refined
+        extra = i.gemms - per * i.num_moduli
+        if i.mode == "fast":
+            assert extra == 0
+        else:
+            assert (extra == 1) if i.refined_block == (0, 0) else (2 <= extra <= 4)
+    split = (any(i.scheme == "int8" and i.engine == "cpu-onednn" for i in infos)
+             and ozaki.get_engine("cpu-onednn").gemms_per_call == 2)
+    assert ("takes the split encoding" in text) == split
+
+
+def test_main_job_footnote_names_the_split_encoding(monkeypatch):
+    """Where cpu-onednn runs without VNNI, the footnote says int8 residues cost two
+    INT8 GEMMs' work per counted GEMM (and not otherwise)."""
+    from types import SimpleNamespace
+
+    import ozaki.__main__ as job
+
+    info = SimpleNamespace(scheme="int8", engine="cpu-onednn", path="emulated")
+    for per_call, said in ((1, False), (2, True)):
+        monkeypatch.setattr(job, "get_engine", lambda name: SimpleNamespace(
+            gemms_per_call=per_call))
+        monkeypatch.setattr(job, "gemms_per_modulus", lambda scheme, name: 1)
+        text = " ".join(job._footnote([info]))
+        assert ("takes the split encoding" in text) == said
+        assert "int8 1 on cpu-onednn (oneDNN INT8 GEMMs)" in text
