@@ -263,6 +263,56 @@ def test_serial_crt_kernels_give_the_bits_of_the_parallel_pass(scheme, num_modul
         is reconstruct.reconstruct_serial
 
 
+@pytest.mark.parametrize("scheme,num_moduli", [("int8", 3), ("int8", 17), ("int7", 21),
+                                                ("fp8", 7), ("fp64", 6)])
+def test_residue_kernel_gives_the_bits_of_the_generic_tasks(scheme, num_moduli, rng):
+    """:func:`ozaki.backends.cpu.reconstruct.residue_kernel` (each entry in registers, the
+    count padded to a multiple of ``RESIDUE_STEP`` with zero weights) == the generic
+    tasks (:func:`~ozaki.backends.cpu.reconstruct._crt_chunks`, residues gathered as
+    floats), bit for bit: on both threads and on one, in column blocks, on a store that
+    is a strided view, over rows wider than a tile, with shifts that make results
+    subnormal, zero, huge or infinite, zero entries (+0.0), and a row of small ``C'``
+    (whose every level's terms show in the result)."""
+    plan = crt_plan(scheme, num_moduli)
+    b, m, n = 2, 5, reconstruct.RESIDUE_TILE + 300
+    dtype = np.int8 if max(plan.moduli) <= 256 else np.int16 if max(plan.moduli) <= 65536 \
+        else np.int32
+    R = np.array([rng.integers(*half_range(p), (b, m, 2 * n), endpoint=True)
+                  for p in plan.moduli], dtype)
+    R[:, :, 0, n:n + 7] = 0
+    R[:, 1, 2, n:] = np.array([half_range(p)[1] for p in plan.moduli], dtype)[:, None]
+    R[:, 1, 3, n:] = np.array([half_range(p)[0] for p in plan.moduli], dtype)[:, None]
+    small = rng.integers(-1000, 1001, n)  # C' itself: every level's terms count
+    R[:, 0, 4, n:] = [(small + p // 2) % p - p // 2 for p in plan.moduli]
+    s, t = rng.integers(-60, 61, (b, m)), rng.integers(-60, 61, (b, n))
+    top = int(plan.H).bit_length()  # results about 2**(top - s - t)
+    s[1, 1], s[1, 2], s[1, 3] = top + 1050, top - 1000, top + 2200  # subnormal / huge / zero
+    t[0, 5] = -1100  # inf where the entry is large
+    store = R[..., n:]  # a strided view (as the complex products' halves are), once
+    store = store if num_moduli == 3 else np.ascontiguousarray(store)  # (each compiles)
+    args = (plan.weights, plan.p_levels, plan.p_inv, s, t)
+    want = np.empty((b, m, n))
+    reconstruct._crt_chunks(0, reconstruct.row_tiles(b * m, n, reconstruct.TASK)[3], store,
+                            *args, want, 0, np.empty((0, 3)), True)
+    got = np.full((b, m, n), np.nan)
+    reconstruct.reconstruct(store, *args, got, 0, np.empty((0, 3)), True)
+    assert got.tobytes() == want.tobytes()
+    got = np.full((b, m, n), np.nan)
+    for c0, c1 in ((0, 1), (1, 700), (700, n)):
+        reconstruct.reconstruct_serial(np.ascontiguousarray(store[..., c0:c1]), *args, got,
+                                       c0, np.empty((0, 3)), True)
+    assert got.tobytes() == want.tobytes()
+    e = -(s[0, 4] + t[0])
+    normal = np.abs(e) < 1000  # C' 2**e, exact where it is a normal double
+    assert np.array_equal(want[0, 4][normal], np.ldexp(small[normal].astype(float), e[normal]))
+    assert np.isinf(want).any() and (want == 0).any()
+    assert ((want != 0) & (np.abs(want) < 2.0 ** -1022)).any()  # subnormal results
+    assert not np.signbit(want[:, 0, :7]).any()
+    padded = -(-num_moduli // reconstruct.RESIDUE_STEP) * reconstruct.RESIDUE_STEP
+    assert reconstruct.residue_kernel(*plan.weights.shape) \
+        is reconstruct.residue_kernel(padded, plan.weights.shape[1])
+
+
 @pytest.mark.parametrize("w", [1, 3, 15, 16, 33, 512, 513])
 def test_reconstruct_is_entrywise_for_any_row_width(w, rng):
     """Tasks gather rows of any width (several narrow rows, or tiles of wide ones):
