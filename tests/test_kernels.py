@@ -222,13 +222,14 @@ def test_reconstruct_column_blocks_with_c0_give_the_whole_bits(num_moduli, rng):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("scheme,num_moduli", [("fp64", n) for n in (1, 2, 4, 6, 8, 9)]
-                         + [("int8", 5), ("fp8", 7)])
+                         + [("int8", 5), ("fp8", 7), ("int8", 15)])
 def test_serial_crt_kernels_give_the_bits_of_the_parallel_pass(scheme, num_moduli, rng):
     """The serial kernels (:func:`ozaki.backends.cpu.reconstruct.serial_kernel`: specialised for
-    short exact products up to ``FUSED_MAX`` moduli, generic otherwise) == the
-    parallel pass, bit for bit:
-    residues and exact products (both reductions), column blocks, shifts that make
-    results subnormal, zero, huge or infinite, and zero entries (+0.0)."""
+    short exact products, per count up to ``FUSED_MAX`` moduli and for counts padded to
+    a multiple of ``RESIDUE_STEP`` above, generic otherwise) == the parallel pass, bit
+    for bit: residues and exact products (both reductions), column blocks, shifts that
+    make results subnormal, zero, huge or infinite, zero entries (+0.0), and a row of
+    small ``C'`` (whose every level's terms show in the result)."""
     plan = crt_plan(scheme, num_moduli)
     b, m, n = 2, 5, 300
     dtype = np.int8 if max(plan.moduli) <= 256 else np.int16 if max(plan.moduli) <= 65536 \
@@ -236,6 +237,8 @@ def test_serial_crt_kernels_give_the_bits_of_the_parallel_pass(scheme, num_modul
     R = np.array([rng.integers(*half_range(p), (b, m, n), endpoint=True) for p in plan.moduli],
                  dtype)
     R[:, 0, 0, :7] = 0
+    small = rng.integers(-1000, 1001, n)  # C' itself
+    R[:, 0, 4] = [(small + p // 2) % p - p // 2 for p in plan.moduli]
     s, t = rng.integers(-60, 61, (b, m)), rng.integers(-60, 61, (b, n))
     top = int(plan.H).bit_length()  # results about 2**(top - s - t)
     s[1, 1], s[1, 2], s[1, 3] = top + 1050, top - 1000, top + 2200  # subnormal / huge / zero
@@ -258,7 +261,10 @@ def test_serial_crt_kernels_give_the_bits_of_the_parallel_pass(scheme, num_modul
     assert ((want != 0) & (np.abs(want) < 2.0 ** -1022)).any()  # subnormal results
     assert not np.signbit(want[0, 0, :7]).any()
     fused = reconstruct.serial_kernel(*plan.weights.shape, True, True)
-    assert (fused is reconstruct.reconstruct_serial) == (num_moduli > reconstruct.FUSED_MAX)
+    padded = reconstruct.padded_count(num_moduli, reconstruct.FUSED_MAX)
+    assert fused is reconstruct.serial_kernel(padded, plan.weights.shape[1], True, True) \
+        is not reconstruct.reconstruct_serial
+    assert (padded == num_moduli) == (num_moduli <= reconstruct.FUSED_MAX or num_moduli % 4 == 0)
     assert reconstruct.serial_kernel(*plan.weights.shape, True, False) \
         is reconstruct.reconstruct_serial
 

@@ -232,9 +232,16 @@ def reconstruct_serial(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
 
 #: Counts up to which :func:`serial_kernel` gives a kernel specialised for ``N``.
 FUSED_MAX = 8
-#: :func:`residue_kernel`'s counts are rounded up to a multiple of this: a few kernels
-#: (each compiled once, about 3 s, then cached on disk) serve every count.
+#: Larger counts, and every count of :func:`residue_kernel`, are rounded up to a
+#: multiple of this: a few kernels (each compiled once, about 3 s, then cached on
+#: disk) serve every count.
 RESIDUE_STEP = 4
+
+
+def padded_count(N: int, exact: int = 0) -> int:
+    """The count of the generated kernel that serves ``N`` moduli: ``N`` itself up to
+    ``exact``, else ``N`` rounded up to a multiple of :data:`RESIDUE_STEP`."""
+    return N if N <= exact else -(-N // RESIDUE_STEP) * RESIDUE_STEP
 
 
 def _entry_lines(N: int, L: int, indent: str) -> list[str]:
@@ -287,25 +294,34 @@ def _scale_lines(indent: str) -> list[str]:
         "        o[j] = ldexp(v[j], -(si + sc[j]))")]
 
 
+def _weight_lines(N: int, L: int) -> list[str]:
+    """Source lines binding ``w{t}_{l} = W[t, l]``, and ``0.0`` for the terms ``t`` past
+    the store's ``count`` planes (a kernel generated for more moduli than it is given:
+    :func:`_residue_source` says why that changes no bit)."""
+    return [f"    w{t}_{lv} = W[{t}, {lv}] if {t} < count else 0.0"
+            for t in range(N) for lv in range(L)]
+
+
 def _fused_source(N: int, L: int) -> str:
-    """Source of a serial CRT of short exact products (``|P| <= 2**52``) for ``N``
-    moduli and ``L`` levels, all of an entry in registers.
+    """Source of a serial CRT of short exact products (``|P| <= 2**52``) for up to
+    ``N`` moduli and ``L`` levels, all of an entry in registers.
 
     The same IEEE operations in the same order as :func:`_crt_tasks`
     (:func:`_entry_lines`), with the moduli and levels unrolled, so the loop over an
     output row's columns vectorises with every value in registers, and the scaling of
     :func:`_scale_lines` (measured 7.1 -> 5.0 ns an entry at 6 moduli, against a table
-    lookup in the loop).
+    lookup in the loop). Terms past the store's ``count`` planes reduce the last plane
+    again and take the weight ``0.0`` (:func:`_weight_lines`).
     """
     name = f"crt_{N}_{L}"
     code = [f"def {name}(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):",
-            "    b, m, w = R.shape[1], R.shape[2], R.shape[3]",
+            "    count, b, m, w = R.shape",
             "    v = np.empty(w)",
             "    pw = np.empty(w, np.int64)",  # 2**e of each column by its bit pattern
             "    pf = pw.view(np.float64)"]
-    for t in range(N):
-        code += [f"    p{t}, i{t} = mods[{t}, 0], mods[{t}, 1]"]
-        code += [f"    w{t}_{lv} = W[{t}, {lv}]" for lv in range(L)]
+    code += [f"    p{t}, i{t} = mods[min({t}, count - 1), 0], mods[min({t}, count - 1), 1]"
+             for t in range(N)]
+    code += _weight_lines(N, L)
     code += [f"    P{lv} = p_levels[{lv}]" for lv in range(L)]
     code += ["    for g in range(b):",
              "        sc = scol[g, c0:c0 + w]",
@@ -313,7 +329,7 @@ def _fused_source(N: int, L: int) -> str:
              "        for i in range(m):",
              "            o = out[g, i, c0:c0 + w]",
              "            si = srow[g, i]"]
-    code += [f"            R{t} = R[{t}, g, i]" for t in range(N)]
+    code += [f"            R{t} = R[min({t}, count - 1), g, i]" for t in range(N)]
     code += ["            for j in range(w):"]
     code += [f"                F{t} = smod_short(R{t}[j], p{t}, i{t})" for t in range(N)]
     code += _entry_lines(N, L, " " * 16) + _scale_lines(" " * 12)
@@ -352,8 +368,7 @@ def _residue_source(N: int, L: int) -> str:
             f"    v = np.empty({RESIDUE_TILE})",
             f"    pw = np.empty({RESIDUE_TILE}, np.int64)",
             "    pf = pw.view(np.float64)"]
-    for t in range(N):
-        code += [f"    w{t}_{lv} = W[{t}, {lv}] if {t} < count else 0.0" for lv in range(L)]
+    code += _weight_lines(N, L)
     code += [f"    P{lv} = p_levels[{lv}]" for lv in range(L)]
     code += ["    for task in range(t0, t1):",
              "        gi = task // tiles",
@@ -387,15 +402,20 @@ def serial_kernel(N: int, L: int, products: bool, short: bool):
     """The serial CRT for ``N`` moduli, ``L`` levels: :func:`reconstruct_serial`'s bits.
 
     For exact products within ``2**52`` (``products`` and ``short``: the pieces'
-    case, every ``fp64`` product with ``k <= 2048``) of up to :data:`FUSED_MAX`
-    moduli, a kernel compiled from :func:`_fused_source` (1.2-1.4x faster: no
+    case, every ``fp64`` product with ``k <= 2048`` and the integer schemes' INT32
+    products), a kernel compiled from :func:`_fused_source` (1.2-1.4x faster: no
     scratch between the steps; about 3 s to compile, then cached on disk like the
-    others, under this module's name); otherwise :func:`reconstruct_serial`. Both
-    take ``(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short)`` (the
-    specialised kernel has ``short`` built in and ignores the argument).
+    others, under this module's name), for ``N`` itself up to :data:`FUSED_MAX`
+    moduli and above for ``N`` rounded up to a multiple of :data:`RESIDUE_STEP`
+    (:func:`padded_count`); otherwise :func:`reconstruct_serial`. Both take ``(R, W,
+    p_levels, p_inv, srow, scol, out, c0, mods, short)`` (the specialised kernel has
+    ``short`` built in and ignores the argument).
     """
-    if N > FUSED_MAX or not (products and short):  # one kernel per count, compiled once
+    if not (products and short):
         return reconstruct_serial
+    padded = padded_count(N, FUSED_MAX)
+    if padded != N:
+        return serial_kernel(padded, L, products, short)
     return _compiled(_fused_source(N, L), f"crt_{N}_{L}")
 
 
@@ -413,7 +433,7 @@ def residue_kernel(N: int, L: int):
     result, where the generic kernel passes ``N`` float planes and ``L`` level sums
     through scratch.
     """
-    padded = -(-N // RESIDUE_STEP) * RESIDUE_STEP
+    padded = padded_count(N)
     if padded != N:
         return residue_kernel(padded, L)
     return _compiled(_residue_source(N, L), f"crt_residues_{N}_{L}")
