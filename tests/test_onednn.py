@@ -245,6 +245,86 @@ def test_operands_outside_int8_are_refused(bad):
         eng.matmul(np.ones((2, 3)), X, 1, 128)
 
 
+@pytest.mark.parametrize("name", ["cpu-onednn", "cpu-int8", "cpu-blas", "cpu-fp8"])
+def test_engines_refuse_mismatched_shapes_and_complex_operands(name):
+    """Every engine checks what it is given before any kernel reads it (cpu-onednn
+    once read past a short ``Y`` and crashed): the inner dimensions, ``out``'s shape,
+    real operands; nothing is written."""
+    eng = get_engine(name)
+    if not eng.available():
+        pytest.skip(f"{name} is not available here")
+    X, Y = np.ones((2, 5)), np.arange(18.0).reshape(6, 3)
+    with pytest.raises(ValueError, match="must share k"):
+        eng.matmul(X, Y, 1, 16)
+    with pytest.raises(ValueError, match="must share k"):
+        eng.matmul(np.ones((1, 60000), np.int8), np.ones((1, 4096), np.int8), 1, 1)
+    out = np.full((3, 2), 7.0)  # the size of the (2, 3) product, not its shape
+    with pytest.raises(ValueError, match=r"out must have the product's shape \(2, 3\)"):
+        eng.matmul(X[:, :3], Y[:3] % 16, 1, 16, out=out)
+    assert (out == 7.0).all()
+    for bad in (np.ones((2, 3), complex), np.ones((2, 3), object), np.ones(3)):
+        with pytest.raises(ValueError, match="X must be a real"):
+            eng.matmul(bad, np.ones((3, 2)), 1, 1)
+
+
+@needs_onednn
+def test_half_precision_operands_are_exact_and_extended_ones_refused():
+    eng = OneDNNEngine()
+    X = np.array([[-128.0, 127.0, 3.0]], np.float16)
+    Y = np.array([[1.0, -128.0], [127.0, 5.0], [-7.0, 0.0]], np.float16)
+    assert np.array_equal(eng.matmul(X, Y, 128, 128), exact(X, Y))
+    if np.finfo(np.longdouble).nmant > 52:  # a wider type: refused, not rounded first
+        with pytest.raises(ValueError, match="float16, float32 or float64"):
+            eng.matmul(X.astype(np.longdouble), Y, 128, 128)
+
+
+@needs_onednn
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_int32_out_whose_single_rows_have_any_stride(encoding, rng):
+    """numpy calls a stack of single rows C-ordered whatever their row stride; oneDNN
+    reads it as a leading dimension (it once refused the call)."""
+    X = rng.integers(-128, 128, (2, 1, 40)).astype(np.int8)
+    Y = rng.integers(-128, 128, (2, 40, 5)).astype(np.int8)
+    out = np.zeros((2, 5, 1), np.int32).transpose(0, 2, 1)  # strides (20, 4, 4)
+    assert out.flags.c_contiguous and out.strides[1] < 4 * out.shape[2]
+    OneDNNEngine(encoding=encoding).matmul(X, Y, 128, 128, out=out)
+    assert np.array_equal(out, exact(X, Y))
+
+
+_FORK_WHILE_LOADING = """
+    import json, sys, multiprocessing as mp
+    from ozaki.backends import onednn_library, onednn_passes
+    what = sys.argv[1]
+    first = {"library": onednn_library.load_library, "passes": onednn_passes.compiled}[what]
+    lock = onednn_library._load_lock if what == "library" else onednn_passes._kernels_lock
+    lock.acquire()  # as a thread does while it loads (or compiles) at the first use
+    def child(q):
+        first()
+        q.put("done")
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=child, args=(q,))
+    p.start()
+    p.join(120)
+    hung = p.is_alive()
+    if hung:
+        p.kill()
+    lock.release()
+    print(json.dumps({"hung": hung, "code": p.exitcode,
+                      "got": None if hung else q.get(timeout=5)}))
+"""
+
+
+@needs_onednn
+@pytest.mark.slow
+@pytest.mark.parametrize("what", ["library", "passes"])
+def test_a_child_forked_during_the_first_load_loads_itself(what):
+    """A child forked while another thread holds the load (or compile) lock starts with
+    a free lock and loads (compiles) itself: it once waited on the parent's for ever."""
+    got = _python(_FORK_WHILE_LOADING.replace("sys.argv[1]", repr(what)), timeout=240)
+    assert not got["hung"] and got["code"] == 0 and got["got"] == "done", got
+
+
 @needs_onednn
 def test_empty_and_zero_k():
     eng = OneDNNEngine()

@@ -94,8 +94,8 @@ from ..core.engine import Engine
 from ..core.workspace import workspace
 # The library's names are re-exported for ``from ozaki.backends.onednn import ...``;
 # the loader reads its own module's ``library_path``: a test replaces that one.
-from .onednn_library import (DISTRIBUTION, INSTALL_HINT, OneDNNUnavailable, library_info,
-                             library_path, load_library)
+from .onednn_library import (DISTRIBUTION, INSTALL_HINT, PROBE_SHAPES, OneDNNUnavailable,
+                             library_info, library_path, load_library, mixed)
 from .onednn_passes import compiled, run_checked, run_rows
 
 __all__ = ["OneDNNEngine", "OneDNNUnavailable", "DISTRIBUTION", "INSTALL_HINT",
@@ -128,13 +128,12 @@ def _narrow_exact(lib) -> bool:
     against ``b = -64`` and ``64`` (each pair sum ``-+32640``), on the shapes of
     oneDNN's GEMV, small and blocked kernels, against int64 references. Once per
     library (a second concurrent first call only probes again)."""
-    rng = np.random.default_rng(2)
-    for m, k, n in ((1, 300, 70), (70, 300, 1), (3, 5, 7), (67, 1031, 45), (65, 1500, 40)):
+    for m, k, n in PROBE_SHAPES:
         A = np.full((m, k), 255, np.uint8)
-        A[:, 1::3] = rng.integers(0, 256, (m, len(range(1, k, 3))))
+        A[:, 1::3] = mixed((m, len(range(1, k, 3))), 0, 255, 3)
         B = np.full((k, n), -NARROW_S8, np.int8)
         B[:, ::2] = NARROW_S8
-        B[2::5] = rng.integers(-NARROW_S8, NARROW_S8 + 1, (len(range(2, k, 5)), n))
+        B[2::5] = mixed((len(range(2, k, 5)), n), -NARROW_S8, NARROW_S8, 4)
         C = np.empty((m, n), np.int32)
         with lib.threads():
             lib.call(A, B, C, 128)
@@ -146,6 +145,18 @@ def _narrow_exact(lib) -> bool:
 def _stack(X: np.ndarray) -> np.ndarray:
     """``X`` (..., r, c) as (b, r, c) (a view when the stack axes allow one)."""
     return X.reshape((-1,) + X.shape[-2:])
+
+
+def _compiled_dtype(Z: np.ndarray, label: str) -> np.ndarray:
+    """``Z`` in a type the compiled passes read: itself (integers, float32, float64),
+    float16 as float32 (exact: every float16 is a float32); other floats (extended
+    precision) raise ``ValueError`` rather than be rounded before the range check."""
+    if Z.dtype.kind in "iu" or Z.dtype in (np.float32, np.float64):
+        return Z
+    if Z.dtype == np.float16:
+        return Z.astype(np.float32)
+    raise ValueError(f"engine 'cpu-onednn': {label} must be an integer, float16, float32 or "
+                     f"float64 array, got {Z.dtype}")
 
 
 def _slices(lead_x: tuple, lead_y: tuple, lead: tuple) -> tuple[np.ndarray, np.ndarray]:
@@ -299,7 +310,7 @@ class OneDNNEngine(Engine):
         encoding, narrow = self._plan(bmax)
         split = encoding == "split"
         n = Y.shape[-1]
-        X3, Y3 = _stack(X), _stack(Y)
+        X3, Y3 = (_compiled_dtype(_stack(Z), label) for Z, label in ((X, "X"), (Y, "Y")))
         rows = 2 * m if split else m
         ws = workspace(np)
         A = ws.take("onednn_a", (X3.shape[0], rows, k), np.uint8)
@@ -312,7 +323,9 @@ class OneDNNEngine(Engine):
             dest.shape = (count, m, n)  # a view of out (strided allowed), no copy
         except AttributeError:
             dest, copied = np.empty((count, m, n), out.dtype), True
-        direct = not split and dest.dtype == np.int32 and dest.flags.c_contiguous
+        # C-ordered by its strides (numpy's flag ignores those of single rows or columns,
+        # which oneDNN reads as leading dimensions): the offset GEMM writes it directly
+        direct = not split and dest.dtype == np.int32 and dest.strides == (4 * m * n, 4 * n, 4)
         C = dest if direct else ws.take("onednn_c", (count, rows, n), np.int32)
         ao = 0 if split else 128
         with lib.threads():

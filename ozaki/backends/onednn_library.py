@@ -35,6 +35,14 @@ it opens no OpenMP team (measured: the child then gives the parent's bits). Not
 covered: a child forked before ``import ozaki`` from a parent whose *own* code
 ran GNU OpenMP teams on the forking thread (it cannot be detected).
 
+A child forked while another thread of the parent loads the library (its first
+use) starts with a free load lock and loads it itself; the probes use no lazily
+imported module (:func:`mixed`). A child forked while another thread's first use
+*imports* numba (which the passes compile with, :mod:`ozaki.backends.onednn_passes`)
+waits on Python's own import lock of that module, like any forked child of a thread
+that was importing: fork after the first product, or use the ``spawn`` or
+``forkserver`` start methods.
+
 Elsewhere a call runs on at most :func:`ozaki.backends.cpu.parallel.threads`
 threads (:func:`ozaki.set_workers`) and at most ``omp_get_max_threads()``
 (``OMP_NUM_THREADS``, ``threadpoolctl``). The count is set with
@@ -194,9 +202,14 @@ class Library:
         M, K = A.shape
         N = B.shape[1]
         assert A.strides[1] == 1 and B.strides[1] == 1 and C.strides[1] == 4
-        status = self.gemm(b"N", b"N", b"F", M, N, K, 1.0, A.ctypes.data, A.strides[0], ao,
-                           B.ctypes.data, B.strides[0], 0, 0.0, C.ctypes.data,
-                           C.strides[0] // 4, self._co.ctypes.data)
+        # a row stride of a single row is any value numpy chose (its layout flags ignore
+        # it); oneDNN wants a leading dimension of at least the row's length
+        lda = A.strides[0] if M > 1 else K
+        ldb = B.strides[0] if K > 1 else N
+        ldc = C.strides[0] // 4 if M > 1 else N
+        status = self.gemm(b"N", b"N", b"F", M, N, K, 1.0, A.ctypes.data, lda, ao,
+                           B.ctypes.data, ldb, 0, 0.0, C.ctypes.data, ldc,
+                           self._co.ctypes.data)
         if status != 0:
             raise RuntimeError(f"dnnl_gemm_u8s8s32 failed (dnnl_status_t {status}) on "
                                f"M={M}, N={N}, K={K}")
@@ -204,25 +217,35 @@ class Library:
     def _probe(self, encoding: str) -> bool:
         """Whether the encoding's products are exact at its extremes, on the shapes of
         oneDNN's GEMV (m = 1, n = 1), small and blocked kernels."""
-        rng = np.random.default_rng(1)
-        for m, k, n in ((1, 300, 70), (70, 300, 1), (3, 5, 7), (67, 1031, 45),
-                        (65, 1500, 40)):
+        for m, k, n in PROBE_SHAPES:
             if encoding == "offset":  # u = 255 and b = -128: each pair 65280 without VNNI
                 A = np.full((m, k), 255, np.uint8)
-                A[:, 1::3] = rng.integers(0, 256, (m, len(range(1, k, 3))))
+                A[:, 1::3] = mixed((m, len(range(1, k, 3))), 0, 255, 1)
                 ao, want_a = 128, A.astype(np.int64) - 128
             else:
                 A = np.full((m, k), 127, np.uint8)
-                A[:, 1::3] = rng.integers(0, 128, (m, len(range(1, k, 3))))
+                A[:, 1::3] = mixed((m, len(range(1, k, 3))), 0, 127, 1)
                 ao, want_a = 0, A.astype(np.int64)
             B = np.full((k, n), -128, np.int8)
-            B[2::5] = rng.integers(-128, 128, (len(range(2, k, 5)), n))
+            B[2::5] = mixed((len(range(2, k, 5)), n), -128, 127, 2)
             C = np.empty((m, n), np.int32)
             with _omp_threads(self, follow_workers=False):
                 self.call(A, B, C, ao)
             if not np.array_equal(C, want_a @ B.astype(np.int64)):
                 return False
         return True
+
+
+#: The probes' shapes: oneDNN's GEMV (m = 1, n = 1), small and blocked kernels.
+PROBE_SHAPES = ((1, 300, 70), (70, 300, 1), (3, 5, 7), (67, 1031, 45), (65, 1500, 40))
+
+
+def mixed(shape: tuple[int, ...], lo: int, hi: int, seed: int) -> np.ndarray:
+    """Integers in ``[lo, hi]`` spread over the range (a Weyl sequence), for the probes:
+    deterministic and without ``numpy.random``, whose first use imports it (a child
+    forked while another thread imports would wait on that import for ever)."""
+    i = np.arange(int(np.prod(shape)), dtype=np.int64) + 7919 * seed
+    return (lo + (i * 2654435761) % (hi - lo + 1)).reshape(shape)
 
 
 @contextlib.contextmanager
@@ -252,6 +275,17 @@ def _omp_threads(lib: Library, follow_workers: bool = True) -> Iterator[None]:
 _loaded: dict[str | None, Library | str] = {}
 _paths: dict = {}
 _load_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """A child forked while another thread of the parent held the load lock (loading
+    or probing the library) would wait on it for ever: it starts with a free one, and
+    loads the library itself if the parent had not finished."""
+    global _load_lock
+    _load_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def load_library() -> Library:

@@ -15,6 +15,7 @@ The row functions are plain Python at module level (so numba can cache them on d
 
 from __future__ import annotations
 
+import os
 import threading
 from types import SimpleNamespace
 
@@ -108,6 +109,16 @@ def combine_rows(t0, t1, C, out, split):
 
 _kernels: SimpleNamespace | None = None
 _kernels_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """A child forked while another thread of the parent compiled the passes (holding
+    the lock) starts with a free lock and compiles them itself."""
+    global _kernels_lock
+    _kernels_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def compiled() -> SimpleNamespace:

@@ -106,6 +106,18 @@ class Engine:
         INT32 for ``k * amax * bmax <= 2**31 - 1``: the blocks, and their sum in
         INT32, are then exact integers within its range.
         """
+        for label, Z in (("X", X), ("Y", Y)):
+            if Z.ndim < 2 or Z.dtype.kind not in "iuf":
+                raise ValueError(f"engine {self.name!r}: {label} must be a real (integer or "
+                                 f"float) array of at least 2 dimensions, got {Z.dtype} of "
+                                 f"shape {Z.shape}")
+        if X.shape[-1] != Y.shape[-2]:
+            raise ValueError(f"engine {self.name!r}: X (..., m, k) and Y (..., k, n) must "
+                             f"share k, got shapes {X.shape} and {Y.shape}")
+        lead = np.broadcast_shapes(X.shape[:-2], Y.shape[:-2])
+        if out is not None and out.shape != lead + (X.shape[-2], Y.shape[-1]):
+            raise ValueError(f"engine {self.name!r}: out must have the product's shape "
+                             f"{lead + (X.shape[-2], Y.shape[-1])}, got {out.shape}")
         if amax > self.operand_max or bmax > self.operand_max:
             raise ValueError(f"engine {self.name!r} takes operands up to "
                              f"{self.operand_max}, got {max(amax, bmax)}")
@@ -120,7 +132,6 @@ class Engine:
                              f"{X.shape[-1] * amax * bmax}")
         blocks = self.blocks(X.shape[-1], amax, bmax)
         if out is None:
-            lead = np.broadcast_shapes(X.shape[:-2], Y.shape[:-2])
             out = np.empty(lead + (X.shape[-2], Y.shape[-1]))
         if len(blocks) == 1:
             self._block(X, Y, out, blocks[0][1], amax, bmax)
