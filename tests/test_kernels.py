@@ -222,14 +222,13 @@ def test_reconstruct_column_blocks_with_c0_give_the_whole_bits(num_moduli, rng):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("scheme,num_moduli", [("fp64", n) for n in (1, 2, 4, 6, 8, 9)]
-                         + [("int8", 5), ("fp8", 7), ("int8", 15)])
+                         + [("int8", 5), ("fp8", 7)])
 def test_serial_crt_kernels_give_the_bits_of_the_parallel_pass(scheme, num_moduli, rng):
     """The serial kernels (:func:`ozaki.backends.cpu.reconstruct.serial_kernel`: specialised for
-    short exact products, per count up to ``FUSED_MAX`` moduli and for counts padded to
-    a multiple of ``RESIDUE_STEP`` above, generic otherwise) == the parallel pass, bit
-    for bit: residues and exact products (both reductions), column blocks, shifts that
-    make results subnormal, zero, huge or infinite, zero entries (+0.0), and a row of
-    small ``C'`` (whose every level's terms show in the result)."""
+    short exact products up to ``FUSED_MAX`` moduli, generic otherwise) == the
+    parallel pass, bit for bit: residues and exact products (both reductions), column
+    blocks, shifts that make results subnormal, zero, huge or infinite, zero entries
+    (+0.0), and a row of small ``C'`` (whose every level's terms show in the result)."""
     plan = crt_plan(scheme, num_moduli)
     b, m, n = 2, 5, 300
     dtype = np.int8 if max(plan.moduli) <= 256 else np.int16 if max(plan.moduli) <= 65536 \
@@ -261,24 +260,24 @@ def test_serial_crt_kernels_give_the_bits_of_the_parallel_pass(scheme, num_modul
     assert ((want != 0) & (np.abs(want) < 2.0 ** -1022)).any()  # subnormal results
     assert not np.signbit(want[0, 0, :7]).any()
     fused = reconstruct.serial_kernel(*plan.weights.shape, True, True)
-    padded = reconstruct.padded_count(num_moduli, reconstruct.FUSED_MAX)
-    assert fused is reconstruct.serial_kernel(padded, plan.weights.shape[1], True, True) \
-        is not reconstruct.reconstruct_serial
-    assert (padded == num_moduli) == (num_moduli <= reconstruct.FUSED_MAX or num_moduli % 4 == 0)
+    assert (fused is reconstruct.reconstruct_serial) == (num_moduli > reconstruct.FUSED_MAX)
     assert reconstruct.serial_kernel(*plan.weights.shape, True, False) \
         is reconstruct.reconstruct_serial
 
 
-@pytest.mark.parametrize("scheme,num_moduli", [("int8", 3), ("int8", 17), ("int7", 21),
-                                                ("fp8", 7), ("fp64", 6)])
-def test_residue_kernel_gives_the_bits_of_the_generic_tasks(scheme, num_moduli, rng):
+@pytest.mark.parametrize("scheme,num_moduli", [("int8", 3), ("int8", 17), ("fp8", 7),
+                                                ("fp64", 6)])
+def test_residue_kernel_gives_the_bits_of_the_generic_tasks(scheme, num_moduli, rng,
+                                                            monkeypatch):
     """:func:`ozaki.backends.cpu.reconstruct.residue_kernel` (each entry in registers, the
     count padded to a multiple of ``RESIDUE_STEP`` with zero weights) == the generic
     tasks (:func:`~ozaki.backends.cpu.reconstruct._crt_chunks`, residues gathered as
     floats), bit for bit: on both threads and on one, in column blocks, on a store that
     is a strided view, over rows wider than a tile, with shifts that make results
     subnormal, zero, huge or infinite, zero entries (+0.0), and a row of small ``C'``
-    (whose every level's terms show in the result)."""
+    (whose every level's terms show in the result). The stores here are below
+    ``RESIDUE_MIN``, which large products reach: lowered to 0, every store takes it."""
+    monkeypatch.setattr(reconstruct, "RESIDUE_MIN", 0)
     plan = crt_plan(scheme, num_moduli)
     b, m, n = 2, 5, reconstruct.RESIDUE_TILE + 300
     dtype = np.int8 if max(plan.moduli) <= 256 else np.int16 if max(plan.moduli) <= 65536 \
@@ -315,6 +314,7 @@ def test_residue_kernel_gives_the_bits_of_the_generic_tasks(scheme, num_moduli, 
     assert ((want != 0) & (np.abs(want) < 2.0 ** -1022)).any()  # subnormal results
     assert not np.signbit(want[:, 0, :7]).any()
     padded = -(-num_moduli // reconstruct.RESIDUE_STEP) * reconstruct.RESIDUE_STEP
+    assert reconstruct.padded_count(num_moduli) == padded
     assert reconstruct.residue_kernel(*plan.weights.shape) \
         is reconstruct.residue_kernel(padded, plan.weights.shape[1])
 

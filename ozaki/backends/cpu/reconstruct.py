@@ -208,11 +208,12 @@ def reconstruct(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
     task's residues are gathered as floats first, then each step runs as a loop
     over all its entries on 1-D views, which LLVM vectorises. Each entry is
     computed by one task: the bits do not depend on the thread count
-    (:mod:`ozaki.backends.cpu.parallel`). Stored residues (``mods`` empty) take
-    :func:`residue_kernel` instead, with each entry in registers: the same operations
-    in the same order, so the same bits (the tests compare it with the tasks above).
+    (:mod:`ozaki.backends.cpu.parallel`). Stores of :data:`RESIDUE_MIN` residues or
+    more (``mods`` empty) take :func:`residue_kernel` instead, with each entry in
+    registers: the same operations in the same order, so the same bits (the tests
+    compare it with the tasks above).
     """
-    if mods.shape[0] == 0:  # stored residues: every entry in registers
+    if mods.shape[0] == 0 and R.size >= RESIDUE_MIN:  # every entry in registers
         run(residue_kernel(*W.shape), residue_tasks(out.shape[0] * out.shape[1], R.shape[3]),
             R, W, p_levels, p_inv, srow, scol, out, c0)
         return
@@ -222,7 +223,7 @@ def reconstruct(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
 
 def reconstruct_serial(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
     """:func:`reconstruct` on the calling thread alone."""
-    if mods.shape[0] == 0:
+    if mods.shape[0] == 0 and R.size >= RESIDUE_MIN:
         residue_kernel(*W.shape)(0, residue_tasks(out.shape[0] * out.shape[1], R.shape[3]),
                                  R, W, p_levels, p_inv, srow, scol, out, c0)
         return
@@ -232,16 +233,20 @@ def reconstruct_serial(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
 
 #: Counts up to which :func:`serial_kernel` gives a kernel specialised for ``N``.
 FUSED_MAX = 8
-#: Larger counts, and every count of :func:`residue_kernel`, are rounded up to a
-#: multiple of this: a few kernels (each compiled once, about 3 s, then cached on
-#: disk) serve every count.
+#: :func:`residue_kernel`'s counts are rounded up to a multiple of this: a few kernels
+#: serve every count.
 RESIDUE_STEP = 4
+#: Stores of at least this many residues (planes times entries) take
+#: :func:`residue_kernel`: each of its kernels compiles once (1-4 s, then cached on
+#: disk), which pays where the pass takes milliseconds; smaller stores take the
+#: generic pass (the same bits).
+RESIDUE_MIN = 2 ** 24
 
 
-def padded_count(N: int, exact: int = 0) -> int:
-    """The count of the generated kernel that serves ``N`` moduli: ``N`` itself up to
-    ``exact``, else ``N`` rounded up to a multiple of :data:`RESIDUE_STEP`."""
-    return N if N <= exact else -(-N // RESIDUE_STEP) * RESIDUE_STEP
+def padded_count(N: int) -> int:
+    """The count of the :func:`residue_kernel` that serves ``N`` moduli: ``N`` rounded
+    up to a multiple of :data:`RESIDUE_STEP`."""
+    return -(-N // RESIDUE_STEP) * RESIDUE_STEP
 
 
 def _entry_lines(N: int, L: int, indent: str) -> list[str]:
@@ -402,20 +407,15 @@ def serial_kernel(N: int, L: int, products: bool, short: bool):
     """The serial CRT for ``N`` moduli, ``L`` levels: :func:`reconstruct_serial`'s bits.
 
     For exact products within ``2**52`` (``products`` and ``short``: the pieces'
-    case, every ``fp64`` product with ``k <= 2048`` and the integer schemes' INT32
-    products), a kernel compiled from :func:`_fused_source` (1.2-1.4x faster: no
+    case, every ``fp64`` product with ``k <= 2048``) of up to :data:`FUSED_MAX`
+    moduli, a kernel compiled from :func:`_fused_source` (1.2-1.4x faster: no
     scratch between the steps; about 3 s to compile, then cached on disk like the
-    others, under this module's name), for ``N`` itself up to :data:`FUSED_MAX`
-    moduli and above for ``N`` rounded up to a multiple of :data:`RESIDUE_STEP`
-    (:func:`padded_count`); otherwise :func:`reconstruct_serial`. Both take ``(R, W,
-    p_levels, p_inv, srow, scol, out, c0, mods, short)`` (the specialised kernel has
-    ``short`` built in and ignores the argument).
+    others, under this module's name); otherwise :func:`reconstruct_serial`. Both
+    take ``(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short)`` (the
+    specialised kernel has ``short`` built in and ignores the argument).
     """
-    if not (products and short):
+    if N > FUSED_MAX or not (products and short):  # one kernel per count, compiled once
         return reconstruct_serial
-    padded = padded_count(N, FUSED_MAX)
-    if padded != N:
-        return serial_kernel(padded, L, products, short)
     return _compiled(_fused_source(N, L), f"crt_{N}_{L}")
 
 
