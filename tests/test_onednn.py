@@ -291,6 +291,20 @@ def test_int32_out_whose_single_rows_have_any_stride(encoding, rng):
     assert np.array_equal(out, exact(X, Y))
 
 
+#: Source run by the fork tests' scripts: ``child(q)`` in a forked process, waited for
+#: ``WAIT`` seconds; ``hung`` tells whether it had to be killed.
+_FORK_CHILD = """
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=child, args=(q,))
+    p.start()
+    p.join(WAIT)
+    hung = p.is_alive()
+    if hung:
+        p.kill()
+"""
+
+
 _FORK_WHILE_LOADING = """
     import json, sys, multiprocessing as mp
     from ozaki.backends import onednn_library, onednn_passes
@@ -301,14 +315,7 @@ _FORK_WHILE_LOADING = """
     def child(q):
         first()
         q.put("done")
-    ctx = mp.get_context("fork")
-    q = ctx.Queue()
-    p = ctx.Process(target=child, args=(q,))
-    p.start()
-    p.join(120)
-    hung = p.is_alive()
-    if hung:
-        p.kill()
+""" + _FORK_CHILD.replace("WAIT", "120") + """
     lock.release()
     print(json.dumps({"hung": hung, "code": p.exitcode,
                       "got": None if hung else q.get(timeout=5)}))
@@ -506,14 +513,7 @@ _FORK = """
 
     used_first = sys.argv[1] == "used"
     parent = product() if used_first else None  # OpenMP teams ran before the fork
-    ctx = mp.get_context("fork")
-    q = ctx.Queue()
-    p = ctx.Process(target=child, args=(q,))
-    p.start()
-    p.join(60)
-    hung = p.is_alive()
-    if hung:
-        p.kill()
+""" + _FORK_CHILD.replace("WAIT", "60") + """
     got = None if hung else q.get(timeout=10)
     parent = parent or product()
     print(json.dumps({"hung": hung, "code": p.exitcode, "same": got == parent}))
