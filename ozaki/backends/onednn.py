@@ -323,9 +323,9 @@ class OneDNNEngine(Engine):
             dest.shape = (count, m, n)  # a view of out (strided allowed), no copy
         except AttributeError:
             dest, copied = np.empty((count, m, n), out.dtype), True
-        # C-ordered by its strides (numpy's flag ignores those of single rows or columns,
-        # which oneDNN reads as leading dimensions): the offset GEMM writes it directly
-        direct = not split and dest.dtype == np.int32 and dest.strides == (4 * m * n, 4 * n, 4)
+        # numpy's flag ignores the strides of single rows: Library.call then passes a
+        # leading dimension oneDNN accepts
+        direct = not split and dest.dtype == np.int32 and dest.flags.c_contiguous
         C = dest if direct else ws.take("onednn_c", (count, rows, n), np.int32)
         ao = 0 if split else 128
         with lib.threads():
