@@ -213,7 +213,7 @@ def reconstruct(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
     registers: the same operations in the same order, so the same bits (the tests
     compare it with the tasks above).
     """
-    if mods.shape[0] == 0 and R.size >= RESIDUE_MIN:  # every entry in registers
+    if _large_store(R, mods):  # every entry in registers
         run(residue_kernel(*W.shape), residue_tasks(out.shape[0] * out.shape[1], R.shape[3]),
             R, W, p_levels, p_inv, srow, scol, out, c0)
         return
@@ -221,9 +221,15 @@ def reconstruct(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
     run(_crt_chunks, chunks, R, W, p_levels, p_inv, srow, scol, out, c0, mods, short)
 
 
+def _large_store(R, mods) -> bool:
+    """Whether the CRT of ``R`` takes :func:`residue_kernel`: stored residues (``mods``
+    empty), at least :data:`RESIDUE_MIN` of them."""
+    return mods.shape[0] == 0 and R.size >= RESIDUE_MIN
+
+
 def reconstruct_serial(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):
     """:func:`reconstruct` on the calling thread alone."""
-    if mods.shape[0] == 0 and R.size >= RESIDUE_MIN:
+    if _large_store(R, mods):
         residue_kernel(*W.shape)(0, residue_tasks(out.shape[0] * out.shape[1], R.shape[3]),
                                  R, W, p_levels, p_inv, srow, scol, out, c0)
         return
@@ -299,33 +305,31 @@ def _scale_lines(indent: str) -> list[str]:
         "        o[j] = ldexp(v[j], -(si + sc[j]))")]
 
 
-def _weight_lines(N: int, L: int) -> list[str]:
-    """Source lines binding ``w{t}_{l} = W[t, l]``, and ``0.0`` for the terms ``t`` past
-    the store's ``count`` planes (a kernel generated for more moduli than it is given:
-    :func:`_residue_source` says why that changes no bit)."""
-    return [f"    w{t}_{lv} = W[{t}, {lv}] if {t} < count else 0.0"
-            for t in range(N) for lv in range(L)]
+def _weight_lines(N: int, L: int, padded: bool = False) -> list[str]:
+    """Source lines binding ``w{t}_{l} = W[t, l]``; with ``padded``, ``0.0`` for the
+    terms ``t`` past the store's ``count`` planes (a kernel generated for more moduli
+    than it is given: :func:`_residue_source` says why that changes no bit)."""
+    guard = (lambda t: f" if {t} < count else 0.0") if padded else (lambda t: "")
+    return [f"    w{t}_{lv} = W[{t}, {lv}]{guard(t)}" for t in range(N) for lv in range(L)]
 
 
 def _fused_source(N: int, L: int) -> str:
-    """Source of a serial CRT of short exact products (``|P| <= 2**52``) for up to
-    ``N`` moduli and ``L`` levels, all of an entry in registers.
+    """Source of a serial CRT of short exact products (``|P| <= 2**52``) for ``N``
+    moduli and ``L`` levels, all of an entry in registers.
 
     The same IEEE operations in the same order as :func:`_crt_tasks`
     (:func:`_entry_lines`), with the moduli and levels unrolled, so the loop over an
     output row's columns vectorises with every value in registers, and the scaling of
     :func:`_scale_lines` (measured 7.1 -> 5.0 ns an entry at 6 moduli, against a table
-    lookup in the loop). Terms past the store's ``count`` planes reduce the last plane
-    again and take the weight ``0.0`` (:func:`_weight_lines`).
+    lookup in the loop).
     """
     name = f"crt_{N}_{L}"
     code = [f"def {name}(R, W, p_levels, p_inv, srow, scol, out, c0, mods, short):",
-            "    count, b, m, w = R.shape",
+            "    b, m, w = R.shape[1], R.shape[2], R.shape[3]",
             "    v = np.empty(w)",
             "    pw = np.empty(w, np.int64)",  # 2**e of each column by its bit pattern
             "    pf = pw.view(np.float64)"]
-    code += [f"    p{t}, i{t} = mods[min({t}, count - 1), 0], mods[min({t}, count - 1), 1]"
-             for t in range(N)]
+    code += [f"    p{t}, i{t} = mods[{t}, 0], mods[{t}, 1]" for t in range(N)]
     code += _weight_lines(N, L)
     code += [f"    P{lv} = p_levels[{lv}]" for lv in range(L)]
     code += ["    for g in range(b):",
@@ -334,7 +338,7 @@ def _fused_source(N: int, L: int) -> str:
              "        for i in range(m):",
              "            o = out[g, i, c0:c0 + w]",
              "            si = srow[g, i]"]
-    code += [f"            R{t} = R[min({t}, count - 1), g, i]" for t in range(N)]
+    code += [f"            R{t} = R[{t}, g, i]" for t in range(N)]
     code += ["            for j in range(w):"]
     code += [f"                F{t} = smod_short(R{t}[j], p{t}, i{t})" for t in range(N)]
     code += _entry_lines(N, L, " " * 16) + _scale_lines(" " * 12)
@@ -373,7 +377,7 @@ def _residue_source(N: int, L: int) -> str:
             f"    v = np.empty({RESIDUE_TILE})",
             f"    pw = np.empty({RESIDUE_TILE}, np.int64)",
             "    pf = pw.view(np.float64)"]
-    code += _weight_lines(N, L)
+    code += _weight_lines(N, L, padded=True)
     code += [f"    P{lv} = p_levels[{lv}]" for lv in range(L)]
     code += ["    for task in range(t0, t1):",
              "        gi = task // tiles",
