@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
+# The suite runs on this many pytest-xdist workers, a test file to each (0: in this process)
+WORKERS ?= 2
+PYTEST := $(PY) -m pytest -n $(WORKERS) --dist loadfile
 
 .PHONY: demo test check docs bench validation clean
 
@@ -19,13 +22,14 @@ $(VENV)/.stamp-test: $(VENV)/.stamp-base
 demo: $(VENV)/.stamp-base
 	$(PY) -m ozaki
 
+# The docs first: tests/test_docs_html.py then reads that build instead of making its own
 test: $(VENV)/.stamp-test
-	$(PY) -m pytest -q
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+	OZAKI_DOCS_HTML=$(CURDIR)/docs/_build/html $(PYTEST) -q
 
 # The inner loop: every test but the slow ones (subprocesses, MPI, > 1 s), under 2 minutes.
 check: $(VENV)/.stamp-test
-	$(PY) -m pytest -q -m "not slow"
+	$(PYTEST) -q -m "not slow"
 
 docs: $(VENV)/.stamp-test
 	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html

@@ -9,6 +9,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+# Under pytest-xdist (``make test``) each worker keeps its own numba disk cache, set here
+# before numba is imported, and the subprocesses its tests start inherit it. numba's
+# cache is not safe for processes that save different specialisations of one function
+# at once: each reads the index, picks the first free data file and writes both, so two
+# such saves can leave an index entry that names the other's compiled code.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _WORKER and "NUMBA_CACHE_DIR" not in os.environ:
+    os.environ["NUMBA_CACHE_DIR"] = os.path.join(ROOT, ".numba_cache", _WORKER)
+
 settings.register_profile("default", deadline=None, max_examples=60,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", deadline=None, max_examples=40, derandomize=True,
@@ -29,3 +38,11 @@ def _emulated_path(request, monkeypatch):
     if request.node.get_closest_marker("compensated") is None:
         from ozaki.core import compensated
         monkeypatch.setattr(compensated, "SMALL_WORK", 0)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Test files that hold slow tests first, each file's tests in their own order: under
+    pytest-xdist (``make test``) the long files start early, and the short ones that
+    remain balance the workers at the end."""
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)

@@ -3,6 +3,7 @@ and the formulas are typeset by a MathJax served from the build itself."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -29,10 +30,15 @@ def _external(url: str) -> bool:
 
 @pytest.fixture(scope="module")
 def html(tmp_path_factory) -> Path:
-    """The docs built once into a temporary folder (no -W: ``make test`` builds with
-    it; here only the output is checked)."""
+    """The built docs: ``make test``'s own build, which it names in ``OZAKI_DOCS_HTML``
+    (built with -W just before the suite), or else one built here into a temporary
+    folder (no -W: only the output is checked)."""
     if not (DOCS / "conf.py").exists():
         pytest.skip("docs not in this checkout")
+    given = os.environ.get("OZAKI_DOCS_HTML")
+    if given:
+        assert (Path(given) / "index.html").is_file(), f"OZAKI_DOCS_HTML={given} holds no build"
+        return Path(given)
     out = tmp_path_factory.mktemp("html")
     done = subprocess.run([sys.executable, "-m", "sphinx", "-q", "-b", "html", str(DOCS), str(out)],
                           capture_output=True, text=True, timeout=900)
