@@ -39,10 +39,3 @@ def _emulated_path(request, monkeypatch):
         from ozaki.core import compensated
         monkeypatch.setattr(compensated, "SMALL_WORK", 0)
 
-
-def pytest_collection_modifyitems(config, items):
-    """Test files that hold slow tests first, each file's tests in their own order: under
-    pytest-xdist (``make test``) the long files start early, and the short ones that
-    remain balance the workers at the end."""
-    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: item.path not in slow)
