@@ -38,4 +38,3 @@ def _emulated_path(request, monkeypatch):
     if request.node.get_closest_marker("compensated") is None:
         from ozaki.core import compensated
         monkeypatch.setattr(compensated, "SMALL_WORK", 0)
-
