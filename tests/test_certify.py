@@ -351,3 +351,33 @@ def test_operands_near_the_subnormal_edge_raise_no_warning(scale):
     assert np.array_equal(got[0], got[1])
     exact = sum(Fraction(a) * Fraction(b) for a, b in zip(A[3], B[:, 5]))
     assert got[0][3, 5] == float(exact)  # the exactly rounded dot product
+
+
+@pytest.mark.parametrize("num_moduli", ["auto", 16])
+def test_refined_slices_of_a_stack_keep_their_own_ratios(num_moduli):
+    """The decision's per-entry ratios live in planes of the thread's workspace, one a
+    slice, rewritten by each refinement step and reused by the next call: stacks whose
+    spread slices refine (beside a uniform slice that does not, or alone: the pass that
+    reads the refinements' last steps) give each slice's own bits (result and fallback
+    entries, from the mask of its ratios), call after call, with a call of another
+    shape in between."""
+    rng = np.random.default_rng(5)
+    n = 96
+
+    def spread():
+        return rng.standard_normal((n, n)) * np.exp(2 * rng.standard_normal((n, n)))
+
+    A = np.stack([spread(), rng.random((n, n)) - 0.5, spread()])
+    B = np.stack([spread(), rng.random((n, n)) - 0.5, spread()])
+    opts = dict(scheme="int8", num_moduli=num_moduli, fallback="exact")
+    alone = [ozaki.dgemm(A[g], B[g], return_info=True, **opts) for g in range(3)]
+    assert [i.refined_block != (0, 0) for _, i in alone] == [True, False, True]
+    if num_moduli != "auto":
+        assert all(i.fallback_entries > 0 for _, i in alone[::2])  # the mask matters
+    for shape in ((n, n), (40, 70)):
+        for pick in (slice(None), slice(None, None, 2)):
+            C, info = ozaki.matmul(A[pick], B[pick], return_info=True, **opts)
+            mine = alone[pick]
+            assert [c.tobytes() for c in C] == [c.tobytes() for c, _ in mine]
+            assert info.fallback_entries == sum(i.fallback_entries for _, i in mine)
+        ozaki.dgemm(spread()[:shape[0]], spread()[:, :shape[1]], **opts)  # other planes

@@ -72,7 +72,10 @@ def workspace_bytes(m: int, n: int, k: int, *, scheme: str = "fp64",
     and products are FP64 (8 bytes an entry), or on an integer engine of the CPU
     backend (``cpu-onednn``) int8 planes and INT32 products (1 and 4 bytes). A
     wide product with a small ``A`` runs in blocks of columns and needs only a
-    block's share. Simulation engines and k-blocking add their own temporaries.
+    block's share. Simulation engines and k-blocking add their own temporaries. A call
+    that evaluates its certificate entry by entry (``bounds=True``, a refined block in
+    accurate mode, entries left to the fallback) also keeps one FP64 plane of the
+    product's shape for the per-entry ratios: data-dependent, so not counted here.
     ``backend`` is whose types count (default: the calling thread's).
     """
     for name, v in (("m", m), ("n", n), ("k", k)):

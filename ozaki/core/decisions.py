@@ -329,11 +329,21 @@ class _Accurate:
         self.auto = opts.num_moduli == "auto"
         self.xp = opts.backend.xp
         self.gemms, self.refined = 1, (0, 0)
-        # per refined slice, (count, ratio) of its refinement's last step (see per_entry)
-        self.last: dict[int, tuple[int, object]] = {}
+        # per refined slice, the count of its refinement's last step, whose ratios
+        # its plane of ``ratios`` holds (see per_entry)
+        self.last: dict[int, int] = {}
         # the row maxima of U: the same for every count
         self.mu = reduce.row_max(opts.backend.upper_rowmax(bd.G, self.rF, self.cF,
                                                            self.nA, self.nB))
+
+    @cached_property
+    def ratios(self):
+        """(b, m, n) FP64 planes for the per-entry ratios: slice ``g``'s refinement
+        steps write plane ``g`` (each step overwrites the one before; the last step
+        is kept for :meth:`per_entry`), and :meth:`per_entry` the whole. In the
+        thread's workspace, so repeated calls fault in no new pages; only the mask
+        ``ratio > 1`` leaves the decision."""
+        return workspace(self.xp).take("ratios", (self.b, self.m, self.n))
 
     def evaluate(self, counts, g=None, **kw) -> certify.Certificate:
         """The certificate at ``counts`` (of slice ``g`` alone when given)."""
@@ -365,7 +375,7 @@ class _Accurate:
         """Slice ``g`` not certified at the start: refine its failing block when that
         costs less than the extra moduli (or always, for an explicit count)."""
         reduce, count0, m, n = self.reduce, self.count0, self.m, self.n
-        ratio = self.xp.empty((1, m, n))
+        ratio = self.ratios[g:g + 1]
         coarse = [count0, self.evaluate(np.array([count0]), g, ratio=ratio), ratio]
         fail = ratio[0] > 1
         rows = np.flatnonzero(reduce.row_any(fail.any(axis=1)))
@@ -390,14 +400,14 @@ class _Accurate:
             count = int(counts[0])
             if coarse and coarse[0] == count:  # the coarse step at count0, formed above
                 _, c, r1 = coarse
-            else:
-                r1 = self.xp.empty((1, m, n))
+            else:  # the plane of the step before is read no more: overwritten whole
+                r1 = ratio
                 c = self.evaluate(counts, g, ratio=r1)
             coarse.clear()
             plan = crt_plan(scheme, count)
             top, fails = ref.certify(c.sigma[0], c.tau[0], e[g], f[g], plan, r1[0])
             c.max_ratio[0], c.uncertified[0] = reduce.max(top), reduce.sum(fails)
-            self.last[g] = (count, r1)
+            self.last[g] = count
             return c
 
         # failures only shrink as the count grows
@@ -408,15 +418,13 @@ class _Accurate:
     def per_entry(self, cert, refines: dict):
         """Per-entry ratios (and bounds) at the chosen counts: ``(cert, mask, bound)``."""
         b, m, n = self.b, self.m, self.n
-        last = [self.last.get(g, (None, None)) for g in range(b)]
-        if not self.opts.want_bound and all(c == cert.num_moduli[g]
-                                            for g, (c, _) in enumerate(last)):
+        if not self.opts.want_bound and all(self.last.get(g) == cert.num_moduli[g]
+                                            for g in range(b)):
             # every slice is refined, and its last step was at the count it settled on:
             # that step's ratios are this pass's (the same shifts, the same per-entry
             # arithmetic), and ``cert`` already holds its outcome
-            ratio = last[0][1] if b == 1 else self.xp.concatenate([r for _, r in last])
-            return cert, ratio > 1, None
-        ratio = self.xp.empty((b, m, n))
+            return cert, self.ratios > 1, None
+        ratio = self.ratios
         bound = self.xp.empty((b, m, n)) if self.opts.want_bound else None
         # each slice's shifts are its count's (a certificate's depend on its count only)
         cert = self.evaluate(cert.num_moduli, ratio=ratio, bound=bound, sigma=cert.sigma,
@@ -472,7 +480,7 @@ def decide_fast(opts, na: certify.Normwise, nb: certify.Normwise, b: int,
     mask = bound = None
     if (cert.uncertified.any() and policy != "none") or want_bound:
         s, t, R, g2 = shifts(cert.num_moduli)
-        ratio = backend.xp.empty((b, m, n))
+        ratio = workspace(backend.xp).take("ratios", (b, m, n))  # only the mask leaves
         bound = backend.xp.empty((b, m, n)) if want_bound else None
         fails = certify.normwise_entries(na, nb, s, t, R, g2, ratio, bound)
         cert = certify.Certificate(cert.num_moduli, s, t, ratio.max(axis=(1, 2), initial=0.0),
