@@ -32,8 +32,10 @@ def _operand(rng, shape, lines, axis):
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2 ** 32), st.sampled_from(["none", "few", "most"]),
-       st.sampled_from([CPU, NP]))
-def test_upper_product_is_the_exact_gemm(seed, zeros, backend):
+       st.sampled_from([CPU, NP]), st.booleans())
+def test_upper_product_is_the_exact_gemm(seed, zeros, backend, given_out):
+    """``U'`` equals the integer GEMM of ``F + I`` whichever way it is formed, fresh or
+    in the memory given (the refinement's workspace plane, here full of NaNs)."""
     rng = np.random.default_rng(seed)
     m, k, n = (int(x) for x in rng.integers(1, 40, 3))
     r = min(20, (53 - int(np.ceil(np.log2(k)))) // 2 - 1)
@@ -53,10 +55,13 @@ def test_upper_product_is_the_exact_gemm(seed, zeros, backend):
     G = exact.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1)
     G0, FA0, FB0 = G.copy(), FA.copy(), FB.copy()
     oa, ob = backend.operand(A[None], 0), backend.operand(B[None], 1)
+    out = np.full((m, n), np.nan) if given_out else None
     U, gemms = certify.upper_product(backend, exact, oa, ob, FA, FB, G, r,
                                      FA.sum(axis=1), FB.sum(axis=0), IA.sum(axis=1),
-                                     IB.sum(axis=0))
+                                     IB.sum(axis=0), out=out)
     assert U.dtype == np.float64 and U.shape == (m, n)
+    if given_out:
+        assert U is out or np.shares_memory(U, out)
     np.testing.assert_array_equal(U.astype(np.int64), want)
     assert np.all(U == want)  # and the float is that integer (|U'| <= 2**51)
     np.testing.assert_array_equal(G, G0)  # the lower bound is left as it was
@@ -72,8 +77,8 @@ def test_upper_product_is_the_exact_gemm(seed, zeros, backend):
         assert gemms == int(sparse_r.any()) + int(sparse_c.any())
 
 
-def _full_upper(backend, exact, oa, ob, FA, FB, G, r, rs, cs, nA, nB):
-    """The refinement as it first was: ``U'`` always by one GEMM of ``F + I``."""
+def _full_upper(backend, exact, oa, ob, FA, FB, G, r, rs, cs, nA, nB, out=None):
+    """The refinement as it first was: ``U'`` always by one fresh GEMM of ``F + I``."""
     backend.add_nonzeros(oa, FA[None])
     backend.add_nonzeros(ob, FB[None])
     return exact.matmul(FA, FB, 2 ** r, 2 ** r), 1

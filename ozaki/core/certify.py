@@ -269,13 +269,16 @@ def _take_lines(X, ix, axis: int):
     return X[ix] if axis == 0 else X[:, ix]
 
 
-def refinement(backend, A, B, rows, cols, la, lb, k, rF, cF, nA, nB) -> Refinement:
+def refinement(backend, A, B, rows, cols, la, lb, k, rF, cF, nA, nB,
+               out=(None, None)) -> Refinement:
     """Exact FP64 bound GEMMs of the failing rows of ``A`` (m, k) and columns of ``B``.
 
     ``la``, ``lb``: the slice's :class:`ozaki.core.decisions.Lines`; ``rF``, ``cF``,
     ``nA``, ``nB`` its coarse floor sums and nonzero counts (see :class:`Refinement`);
     ``rows`` and ``cols`` are strictly increasing. A block of every row (column) reads
-    ``A`` (``B``) in place; the floors, and ``F + I``, are the same either way."""
+    ``A`` (``B``) in place; the floors, and ``F + I``, are the same either way. ``out``:
+    memory for ``G'`` and ``U'`` (1-D FP64 of at least ``len(rows) len(cols)`` entries
+    each, or ``None``: fresh arrays), which the :class:`Refinement` then holds."""
     r = min(20, (53 - int(np.ceil(np.log2(max(k, 1))))) // 2 - 1)
     (Ea, za), (Eb, zb) = la.exponents, lb.exponents
     e = scaling.accurate_quantizers(Ea[rows], za[rows], r)
@@ -289,14 +292,16 @@ def refinement(backend, A, B, rows, cols, la, lb, k, rF, cF, nA, nB) -> Refineme
     FB, cs = backend.quantize(ob, f[None], xp.empty(ob.layout(1)), sums=True)
     FA, FB = xp.ascontiguousarray(FA[0]), xp.ascontiguousarray(FB[0])
     exact = backend.exact_engine()
-    G = exact.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1)
+    block = (len(rows), len(cols))
+    mem = [None if x is None else x[:block[0] * block[1]].reshape(block) for x in out]
+    G = exact.matmul(FA, FB, 2 ** r - 1, 2 ** r - 1, out=mem[0])
     U, gemms = upper_product(backend, exact, oa, ob, FA, FB, G, r, rs[0], cs[0], nA[rows],
-                             nB[cols])
+                             nB[cols], out=mem[1])
     return Refinement(rows, cols, G, U, e, f, rF[rows], cF[cols], nA[rows], nB[cols], backend,
                       1 + gemms)
 
 
-def upper_product(backend, exact, oa, ob, FA, FB, G, r: int, rs, cs, nA, nB):
+def upper_product(backend, exact, oa, ob, FA, FB, G, r: int, rs, cs, nA, nB, out=None):
     """``(U', gemms)``: ``U' = (F_A + I_A)(F_B + I_B)``, exactly, from ``G' = F_A F_B``.
 
     ``FA`` (m, k) and ``FB`` (k, n) are the floors at ``r`` bits (FP64 integers in
@@ -315,7 +320,8 @@ def upper_product(backend, exact, oa, ob, FA, FB, G, r: int, rs, cs, nA, nB):
     line sums likewise (at most ``k 2**r``). The value is therefore the GEMM's, bit for
     bit. The entries of lines that do hold a zero take exact GEMMs of those lines only,
     or one whole GEMM when they are most of the block. ``gemms`` counts the exact GEMM
-    calls made here (0 to 2).
+    calls made here (0 to 2). ``out`` (``G``'s shape, FP64, C-ordered), when given,
+    receives ``U'``.
     """
     k = FA.shape[1]
     xp = backend.xp
@@ -326,8 +332,8 @@ def upper_product(backend, exact, oa, ob, FA, FB, G, r: int, rs, cs, nA, nB):
         backend.add_nonzeros(oa, FA[None])  # F + I: the floors' upper neighbours
         backend.add_nonzeros(ob, FB[None])
     if len(sparse_r) * n + m * len(sparse_c) >= m * n:
-        return exact.matmul(FA, FB, 2 ** r, 2 ** r), 1
-    U = G + rs[:, None]
+        return exact.matmul(FA, FB, 2 ** r, 2 ** r, out=out), 1
+    U = xp.add(G, rs[:, None], out=out)
     U += (cs + k)[None, :]
     gemms = 0
     if len(sparse_r):

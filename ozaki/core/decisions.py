@@ -345,6 +345,12 @@ class _Accurate:
         ``ratio > 1`` leaves the decision."""
         return workspace(self.xp).take("ratios", (self.b, self.m, self.n))
 
+    def workspace_plane(self, name: str, g: int):
+        """Plane ``g`` of the workspace's (b, m n) FP64 buffer ``name``: memory for one
+        slice's refinement (its block's ``G'`` or ``U'``, at most m n entries), alive
+        with the decision, whose pages repeated calls reuse."""
+        return workspace(self.xp).take(name, (self.b, self.m * self.n))[g]
+
     def evaluate(self, counts, g=None, **kw) -> certify.Certificate:
         """The certificate at ``counts`` (of slice ``g`` alone when given)."""
         data = (self.bd.G, self.rF, self.cF, self.nA, self.nB, self.e, self.f)
@@ -390,7 +396,9 @@ class _Accurate:
         A_g, B_g = operands(g)
         ref = certify.refinement(self.opts.backend, A_g, B_g, rows, cols,
                                  _lines(self.la, g, self.b), _lines(self.lb, g, self.b),
-                                 self.k, self.rF[g], self.cF[g], self.nA[g], self.nB[g])
+                                 self.k, self.rF[g], self.cF[g], self.nA[g], self.nB[g],
+                                 out=tuple(self.workspace_plane(name, g)
+                                           for name in ("refined_G", "refined_U")))
         refines[g] = ref
         self.gemms += ref.gemms
         self.refined = (self.refined[0] + nr, self.refined[1] + nc)
