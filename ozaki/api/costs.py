@@ -74,8 +74,9 @@ def workspace_bytes(m: int, n: int, k: int, *, scheme: str = "fp64",
     wide product with a small ``A`` runs in blocks of columns and needs only a
     block's share. Simulation engines and k-blocking add their own temporaries. A call
     that evaluates its certificate entry by entry (``bounds=True``, a refined block in
-    accurate mode, entries left to the fallback) also keeps one FP64 plane of the
-    product's shape for the per-entry ratios: data-dependent, so not counted here.
+    accurate mode, entries left to the fallback) also keeps an FP64 plane of the
+    product's shape for the per-entry ratios, and one that refines a block two more
+    for the block's exact bound products: data-dependent, so not counted here.
     ``backend`` is whose types count (default: the calling thread's).
     """
     for name, v in (("m", m), ("n", n), ("k", k)):
