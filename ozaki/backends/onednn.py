@@ -135,7 +135,7 @@ def _narrow_exact(lib) -> bool:
         B[:, ::2] = NARROW_S8
         B[2::5] = mixed((len(range(2, k, 5)), n), -NARROW_S8, NARROW_S8, 4)
         C = np.empty((m, n), np.int32)
-        with lib.threads():
+        with lib.threads(follow_workers=False):  # small shapes: no numba for the count
             lib.call(A, B, C, 128)
         if not np.array_equal(C, (A.astype(np.int64) - 128) @ B.astype(np.int64)):
             return False

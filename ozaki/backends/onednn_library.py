@@ -193,9 +193,11 @@ class Library:
                                     f"product on a probe; {INSTALL_HINT}")
         self.vnni = self.vnni_isa and self._probe("offset")
 
-    def threads(self) -> contextlib.AbstractContextManager:
-        """The OpenMP thread count for one call (module docstring, "Threads and fork")."""
-        return _omp_threads(self)
+    def threads(self, follow_workers: bool = True) -> contextlib.AbstractContextManager:
+        """The OpenMP thread count for one call (module docstring, "Threads and fork");
+        ``follow_workers=False`` keeps OpenMP's own count outside a forked child (for
+        the load-time probes, which then read no numba configuration)."""
+        return _omp_threads(self, follow_workers)
 
     def call(self, A: np.ndarray, B: np.ndarray, C: np.ndarray, ao: int) -> None:
         """``C = (A - ao) B`` for C-ordered rows: u8 ``A`` (M, K), s8 ``B`` (K, N), int32 ``C``."""
