@@ -164,16 +164,19 @@ def plan_scheme(scheme: str = "auto", mode: str = "fast", engine: str = "auto",
     would), resolved when the plan is made, so its counts and bits are that scheme's for
     its life, whichever thread runs it.
 
-    ``"auto"`` is :func:`ozaki.set_scheme`'s scheme where the thread pins one, else the
-    engine's (``engine`` named), else ``fp64``: ``"auto"`` resolved as for an
-    accurate-mode product, whatever the plan's ``mode``. A stage's products are small
+    ``"auto"`` is :func:`ozaki.set_scheme`'s scheme where the thread pins one
+    (:func:`ozaki.get_scheme`), else the engine's (``engine`` named), else ``fp64``,
+    whatever the plan's ``mode`` and the machine. A stage's products are small
     (``k = 2 r`` for radix ``r`` up to 64) and its passes dominate, so the int8 scheme
-    that fast-mode products take on an integer unit does not pay there: measured on two
+    that products take on an integer unit with VNNI does not pay there: measured on two
     AVX-512 VNNI cores, int8 plans on ``cpu-onednn`` took 1.09x the fp64 plans' time at
     ``2**20`` points and 1.04x at ``128**3`` (and have other bits).
     """
-    ozaki.resolve_options(scheme, num_moduli, mode, engine)  # the errors of this mode
-    return ozaki.resolve_options(scheme, num_moduli, "accurate", engine).scheme
+    resolved = ozaki.resolve_options(scheme, num_moduli, mode, engine)  # this mode's errors
+    auto_engine = engine is None or isinstance(engine, str) and engine == "auto"
+    if scheme == "auto" and auto_engine and ozaki.get_scheme() is None:
+        return "fp64"
+    return resolved.scheme
 
 
 class _Matrix:

@@ -11,8 +11,8 @@ Remainder Theorem. Bitwise reproducible across engines and thread counts.
 from .api.arguments import MODES
 from .api.costs import exact_gemms, workspace_bytes
 from .api.facts import (Resolved, available_engines, emulated_options, gemms_per_modulus,
-                        get_engine, get_workers, moduli, resolve_options, set_scheme,
-                        set_small_products, set_workers)
+                        get_engine, get_scheme, get_workers, moduli, resolve_options,
+                        set_scheme, set_small_products, set_workers)
 from .api.front import dgemm, gemm, zgemm
 from .api.prepared import PreparedOperand, prepare
 from .api.stacks import matmul
@@ -27,5 +27,5 @@ __all__ = ["dgemm", "gemm", "zgemm", "matmul", "prepare", "PreparedOperand",
            "MODULI_VERSION", "exact_gemms", "auto_num_moduli", "SCHEMES", "MODES", "PHASES",
            "available_backends", "set_workers", "get_workers", "resolve_options", "Resolved",
            "get_engine", "Engine", "moduli", "gemms_per_modulus", "set_small_products",
-           "set_scheme", "emulated_options", "set_backend"]
+           "set_scheme", "get_scheme", "emulated_options", "set_backend"]
 __version__ = "0.1.0"

@@ -24,7 +24,7 @@ def test_public_surface():
                                   "PHASES", "available_backends", "set_workers", "get_workers",
                                   "resolve_options", "Resolved", "get_engine", "Engine",
                                   "moduli", "gemms_per_modulus", "set_small_products",
-                                  "set_scheme", "emulated_options", "set_backend"}
+                                  "set_scheme", "get_scheme", "emulated_options", "set_backend"}
     assert ozaki.MODULI_VERSION == 2
 
 

@@ -91,14 +91,18 @@ def test_scheme_auto_follows_simulation_engine(rng):
     assert info.scheme == "fp8" and info.engine == "cpu-fp8"
     assert np.all(A != 0)  # no zero: the refinement needs one bound GEMM, G'
     assert info.gemms == 3 * info.num_moduli + 1 + (1 if info.refined_block != (0, 0) else 0)
-    # both "auto": the machine's fastest path for the mode: in fast mode int8 on
-    # cpu-onednn where oneDNN has VNNI, fp64 on cpu-blas otherwise and in accurate mode
+    # both "auto": the machine's fastest path for the mode: int8 on cpu-onednn where
+    # oneDNN has VNNI; without it int7 on cpu-onednn in fast mode where its narrow
+    # encoding is exact; else fp64 on cpu-blas
     one = OneDNNEngine()
     vnni = one.available() and one.encoding == "offset"
+    narrow = one.available() and not vnni and one.encoding_for(64) == "offset"
+    onednn, blas = ("int8", "cpu-onednn"), ("fp64", "cpu-blas")
     _, info = ozaki.dgemm(A, A.T, mode="fast", return_info=True)
-    assert (info.scheme, info.engine) == (("int8", "cpu-onednn") if vnni else ("fp64", "cpu-blas"))
+    assert (info.scheme, info.engine) == (onednn if vnni else ("int7", "cpu-onednn")
+                                          if narrow else blas)
     _, info = ozaki.dgemm(A, A.T, return_info=True)
-    assert (info.scheme, info.engine) == ("fp64", "cpu-blas")
+    assert (info.scheme, info.engine) == (onednn if vnni else blas)
     # an explicit scheme: the fastest engine that runs it (the bits are the scheme's)
     _, info = ozaki.dgemm(A, A.T, scheme="int8", return_info=True)
     assert info.engine == ("cpu-onednn" if one.available() else "cpu-blas")
@@ -266,7 +270,8 @@ def test_product_bound_holds_on_extreme_residues(scheme, rng):
 
 def test_set_scheme_pins_the_machine_choice_on_the_calling_thread(rng):
     """``ozaki.set_scheme`` pins what scheme="auto" with engine="auto" runs, in the block
-    and on the calling thread only; named schemes and engines are unaffected."""
+    and on the calling thread only (``ozaki.get_scheme`` says which); named schemes and
+    engines are unaffected."""
     A = test_matrix(40, 300, 1.0, rng)
     B = test_matrix(300, 30, 1.0, rng)
     free = ozaki.dgemm(A, B, mode="fast", return_info=True)[1].scheme
@@ -274,6 +279,7 @@ def test_set_scheme_pins_the_machine_choice_on_the_calling_thread(rng):
 
     def other():
         seen["other"] = ozaki.dgemm(A, B, mode="fast", return_info=True)[1].scheme
+        seen["pin"] = ozaki.get_scheme()
 
     for pin in ozaki.SCHEMES:
         with ozaki.set_scheme(pin):
@@ -283,14 +289,19 @@ def test_set_scheme_pins_the_machine_choice_on_the_calling_thread(rng):
                                                  engine="cpu-blas"))
             assert ozaki.dgemm(A, B, engine="cpu-fp8", return_info=True)[1].scheme == "fp8"
             assert ozaki.dgemm(A, B, scheme="fp64", return_info=True)[1].scheme == "fp64"
+            assert ozaki.get_scheme() == pin
             t = threading.Thread(target=other)
             t.start()
             t.join()
             assert seen.pop("other") == free  # another thread keeps the machine's choice
+            assert seen.pop("pin") is None  # and sees no pin
             with ozaki.set_scheme("fp64"):  # nested blocks restore the outer pin
                 assert ozaki.dgemm(A, B, mode="fast", return_info=True)[1].scheme == "fp64"
+                assert ozaki.get_scheme() == "fp64"
             assert ozaki.dgemm(A, B, mode="fast", return_info=True)[1].scheme == pin
+            assert ozaki.get_scheme() == pin
     assert ozaki.dgemm(A, B, mode="fast", return_info=True)[1].scheme == free
+    assert ozaki.get_scheme() is None
     for bad in ("auto", "fp32", None):
         with pytest.raises(ValueError, match="scheme"):
             ozaki.set_scheme(bad)

@@ -244,7 +244,8 @@ def test_same_bits_on_random_shapes(m, k, n, phi, mode, count, seed):
 
 def test_machine_scheme_rule(monkeypatch):
     """fast mode: int8 with VNNI, int7 where oneDNN's narrow offset is exact without it,
-    fp64 without oneDNN; accurate mode and a pinned scheme as before."""
+    fp64 without oneDNN; accurate mode: int8 with VNNI, else fp64; a pinned scheme
+    wins in both modes."""
     class Fake:
         def __init__(self, ok, wide, narrow):
             self.ok, self.wide, self.narrow = ok, wide, narrow
@@ -259,15 +260,16 @@ def test_machine_scheme_rule(monkeypatch):
         def encoding_for(self, bmax):
             return self.narrow if bmax <= NARROW_S8 else self.wide
 
-    for ok, wide, narrow, want in ((True, "offset", "offset", "int8"),
-                                   (True, "split", "offset", "int7"),
-                                   (True, "split", "split", "fp64"),
-                                   (False, "split", "split", "fp64")):
+    for ok, wide, narrow, fast, accurate in ((True, "offset", "offset", "int8", "int8"),
+                                             (True, "split", "offset", "int7", "fp64"),
+                                             (True, "split", "split", "fp64", "fp64"),
+                                             (False, "split", "split", "fp64", "fp64")):
         monkeypatch.setattr(engines, "OneDNNEngine", lambda: Fake(ok, wide, narrow))
-        assert engines.machine_scheme("fast") == want
-        assert engines.machine_scheme("accurate") == "fp64"
+        assert engines.machine_scheme("fast") == fast
+        assert engines.machine_scheme("accurate") == accurate
         with ozaki.set_scheme("int7"):
             assert engines.machine_scheme("accurate") == "int7"
+            assert engines.machine_scheme("fast") == "int7"
 
 
 @needs_onednn

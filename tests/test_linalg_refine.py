@@ -141,7 +141,10 @@ def test_factorisation_runs_fast_mode_on_the_resolved_scheme(rng):
         assert FACTOR_MODE == "fast" and opts["mode"] == "fast"
         assert opts["scheme"] == info.scheme and opts["num_moduli"] == info.factor_num_moduli
     _, info = ol.solve_refined(A, np.ones(300), block_size=64, return_info=True)
-    assert info.scheme == "fp64" and info.converged
+    assert info.scheme == ozaki.resolve_options().scheme and info.converged  # the machine's
+    with ozaki.set_scheme("fp64"):
+        _, info = ol.solve_refined(A, np.ones(300), block_size=64, return_info=True)
+    assert info.scheme == "fp64" and info.factor_info.options["scheme"] == "fp64"
 
 
 # --- convergence ------------------------------------------------------------------------

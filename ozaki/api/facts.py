@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from ..backends.cpu import parallel
 from ..backends import get_backend
-from ..backends.engines import pin_scheme
+from ..backends.engines import pin_scheme, pinned_scheme
 from ..core import compensated
 from ..core.backend import Backend
 from ..core.engine import Engine
@@ -21,7 +21,8 @@ from .arguments import check_choice, resolve
 
 __all__ = ["Resolved", "resolve_options", "available_engines", "get_engine", "moduli",
            "gemms_per_modulus",
-           "set_workers", "get_workers", "set_small_products", "set_scheme", "emulated_options"]
+           "set_workers", "get_workers", "set_small_products", "set_scheme", "get_scheme",
+           "emulated_options"]
 
 
 class Resolved(NamedTuple):
@@ -189,11 +190,11 @@ def set_scheme(scheme: str) -> contextlib.AbstractContextManager:
     at ``"auto"``, inside the block: the same bits on every machine.
 
     Left to themselves, those calls take the machine's fastest certified path
-    (:func:`ozaki.backends.engines.machine_scheme`): in fast mode the ``int8`` scheme
-    on ``cpu-onednn`` where oneDNN runs VNNI or AMX kernels, the ``int7`` scheme on
-    ``cpu-onednn`` where oneDNN runs without VNNI, else (and in accurate mode) the
-    ``fp64`` scheme on ``cpu-blas``. All are FP64 grade, but their bits differ, so
-    fast-mode results would differ between machines. Inside the block they run ``scheme`` on the fastest engine that
+    (:func:`ozaki.backends.engines.machine_scheme`): the ``int8`` scheme on
+    ``cpu-onednn`` where oneDNN runs VNNI or AMX kernels; where it runs without VNNI,
+    the ``int7`` scheme on ``cpu-onednn`` in fast mode and the ``fp64`` scheme in
+    accurate mode; without oneDNN the ``fp64`` scheme on ``cpu-blas``. All are FP64
+    grade, but their bits differ, so results would differ between machines. Inside the block they run ``scheme`` on the fastest engine that
     runs it (a scheme's bits never depend on the engine). Calls that name a scheme or
     an engine are unaffected, and so are :mod:`fft`, :mod:`ozaki.linalg` and
     :mod:`ozaki.distributed` calls that pass one. Local to the calling thread,
@@ -217,6 +218,22 @@ def set_scheme(scheme: str) -> contextlib.AbstractContextManager:
     """
     check_choice(scheme, "scheme", SCHEMES)
     return pin_scheme(scheme)
+
+
+def get_scheme() -> str | None:
+    """The scheme :func:`set_scheme` pins on the calling thread, or ``None`` outside
+    its blocks (calls then take the machine's choice).
+
+    Examples
+    --------
+    >>> import ozaki
+    >>> with ozaki.set_scheme("fp8"):
+    ...     ozaki.get_scheme()
+    'fp8'
+    >>> ozaki.get_scheme() is None
+    True
+    """
+    return pinned_scheme()
 
 
 def emulated_options(scheme: str, m: int, k: int, n: int, complex_: bool = False) -> dict:

@@ -163,8 +163,12 @@ def dgemm(A: Any, B: Any, *, scheme: str = "auto",
     B : array_like or PreparedOperand, shape (k, n)
     scheme : {"auto", "int8", "fp8", "fp64", "int7"}
         The low-precision unit being emulated. ``"auto"`` picks the engine's
-        ``preferred_scheme``: ``"fp64"`` on the CPU BLAS engine (the fast path),
-        the unit's own scheme on a simulation engine.
+        ``preferred_scheme`` (``"fp64"`` on the CPU BLAS engine, the unit's own
+        scheme on a simulation engine or ``cpu-onednn``); with ``engine="auto"``
+        too, the machine's fastest certified path for the mode
+        (:func:`ozaki.backends.engines.machine_scheme`: ``"int8"`` on ``cpu-onednn``
+        where oneDNN runs VNNI or AMX kernels, else ``"fp64"``, or ``"int7"`` in
+        fast mode where oneDNN runs without VNNI), or :func:`ozaki.set_scheme`'s.
     num_moduli : int or "auto"
         Number of moduli, from 2 to the scheme's table size (20; 24 for
         ``"int7"``, whose moduli up to 128 carry fewer bits each). ``"auto"``

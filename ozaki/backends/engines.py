@@ -237,36 +237,41 @@ def machine_scheme(mode: str = "accurate") -> str:
     """The scheme of calls whose ``scheme`` and ``engine`` are both ``"auto"``: the
     calling thread's :func:`ozaki.set_scheme`, else the machine's fastest for ``mode``.
 
-    ``"fast"``: ``int8`` (about 16 INT8 GEMMs, on ``cpu-onednn``) where oneDNN runs
-    VNNI or AMX kernels; ``int7`` (about 19 INT8 GEMMs, one a modulus, on
-    ``cpu-onednn``) where oneDNN is installed without VNNI; else ``fp64`` (about 6
-    FP64 GEMMs on ``cpu-blas``). Measured at n = 2048 in fast mode on two AVX-512 VNNI
-    cores: int8 0.45x the time of fp64 on cpu-blas. Without VNNI (oneDNN's AVX2 kernels,
-    ``ONEDNN_MAX_CPU_ISA=AVX2``, with OpenBLAS's and numba's code held to AVX2 too, on
-    the same loaded two cores): int7 0.87-0.89x the time of fp64 on cpu-blas, where
-    int8's split-encoded products (two GEMMs a modulus) take 1.17-1.25x; with FP64 BLAS
-    left on AVX-512, int7 0.94-1.06x. ``"accurate"``: ``fp64`` everywhere. The integer
-    schemes' bound GEMMs keep 6-bit floors; since version 2 of the tables they take a
-    modulus or two more where that bound fails over most of the product, instead of
-    refining it with an exact FP64 GEMM (:data:`ozaki.core.moduli.REFINEMENT_PRICE`).
-    Measured on entries (U - 1/2) exp(N(0, 1)) (``python -m benchmarks.engines_goals``):
-    with VNNI, int8 0.95-0.96x the time of fp64's accurate call at n = 1024 and
-    0.36-0.42x at 2048 and 4096 (two runs); without VNNI, int7 1.12x at 1024 and 0.84x
-    at 2048. The accurate default stays on fp64: without VNNI the integer scheme is not
-    faster at n = 1024, and :mod:`ozaki.linalg`'s documented figures were measured with
-    fp64's bits; pass ``scheme="int8"`` (or pin it) for the integer path.
+    Where oneDNN runs VNNI or AMX kernels: ``int8`` in both modes (about 16 INT8 GEMMs
+    in fast mode, 17-19 in accurate mode, on ``cpu-onednn``). Where oneDNN is installed
+    without VNNI: ``int7`` in fast mode (about 19 INT8 GEMMs, one a modulus), ``fp64``
+    in accurate mode. Without oneDNN: ``fp64`` (about 6 FP64 GEMMs on ``cpu-blas``).
 
-    The fast-mode choice follows the machine, and schemes differ in their bits (each
-    is FP64 grade): results of such calls differ between a VNNI machine (int8), one
-    without (int7) and one without oneDNN (fp64). Pin it with :func:`ozaki.set_scheme`
-    or pass ``scheme=`` for the same bits everywhere.
+    Measured (``python -m benchmarks.engines_goals``, entries (U - 1/2) exp(N(0, 1))
+    unless "uniform", :doc:`benchmarks`, "INT8 products on the CPU"):
+
+    * fast mode, two AVX-512 VNNI cores: int8 0.38-0.85x the time of fp64 on cpu-blas
+      at n = 1024 to 4096. Without VNNI (oneDNN's AVX2 kernels,
+      ``ONEDNN_MAX_CPU_ISA=AVX2``, with OpenBLAS's and numba's code held to AVX2 too):
+      int7 0.75-0.96x, where int8's split-encoded products (two GEMMs a modulus) take
+      1.17-1.51x.
+    * accurate mode with VNNI, each configuration in its own process: int8 0.36-0.45x
+      at n = 2048 and 4096, 0.74x at 1024; on the shapes of :mod:`ozaki.linalg`'s
+      trailing updates (k = 256) 0.94-0.96x on spread entries and 0.61-0.65x on
+      uniform ones from m = n = 1024 up; 0.41-0.67x at k = 512 and 1024 (m = n = 2048,
+      4096), a refined block's exact FP64 GEMM included where one is taken. Below
+      n = 1024 the fixed cost of 17 or more small INT8 GEMMs shows (spread entries at
+      n = 512: 1.2-1.4x); a small product costs milliseconds, a large one seconds.
+    * accurate mode without VNNI: int7 0.92-1.12x at n = 1024 (runs differ) and
+      0.82-0.84x at 2048: at parity at n = 1024, so ``fp64``.
+
+    The choice follows the machine, and schemes differ in their bits (each is FP64
+    grade): results of such calls differ between a VNNI machine (int8), one without
+    (int7 in fast mode, fp64 in accurate mode) and one without oneDNN (fp64). Pin it
+    with :func:`ozaki.set_scheme` or pass ``scheme=`` for the same bits everywhere.
     """
     pinned = pinned_scheme()
     if pinned:
         return pinned
+    integer = _integer_scheme()
     if mode != "fast":
-        return "fp64"
-    return _integer_scheme() or "fp64"
+        return "int8" if integer == "int8" else "fp64"
+    return integer or "fp64"
 
 
 def pinned_scheme() -> str | None:
