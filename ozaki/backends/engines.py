@@ -259,6 +259,13 @@ def machine_scheme(mode: str = "accurate") -> str:
       n = 512: 1.2-1.4x); a small product costs milliseconds, a large one seconds.
     * accurate mode without VNNI: int7 0.92-1.12x at n = 1024 (runs differ) and
       0.82-0.84x at 2048: at parity at n = 1024, so ``fp64``.
+    * operands whose column (row) exponents spread widely: a product the machine's
+      integer scheme cannot certify at its largest count is decided again in ``fp64``
+      (:func:`ozaki.core.pipeline.widened`), after the integer scheme's decisions. At
+      n = 2048 with exponents spread over 2**+-80, int8 certifies (19 moduli, the
+      whole block refined) in 0.48x fp64's time; over 2**+-150 and 2**+-300 the call
+      widens and takes 1.2-1.3x (entries N(0, 1) times 2**e, ``e`` uniform over the
+      spread per column of ``A`` and row of ``B``; best of two calls).
 
     The choice follows the machine, and schemes differ in their bits (each is FP64
     grade): results of such calls differ between a VNNI machine (int8), one without
