@@ -255,8 +255,9 @@ def machine_scheme(mode: str = "accurate") -> str:
       trailing updates (k = 256) 0.94-0.96x on spread entries and 0.61-0.65x on
       uniform ones from m = n = 1024 up; 0.41-0.67x at k = 512 and 1024 (m = n = 2048,
       4096), a refined block's exact FP64 GEMM included where one is taken. Below
-      n = 1024 the fixed cost of 17 or more small INT8 GEMMs shows (spread entries at
-      n = 512: 1.2-1.4x); a small product costs milliseconds, a large one seconds.
+      n = 1024 the fixed cost of 17 or more small INT8 GEMMs shows: at n = 512 on
+      spread entries 1.2-1.4x right after a numpy DGEMM (whose spinning threads slow
+      oneDNN's), at parity alone (25-33 ms against 28-29 ms).
     * accurate mode without VNNI: int7 0.92-1.12x at n = 1024 (runs differ) and
       0.82-0.84x at 2048: at parity at n = 1024, so ``fp64``.
     * operands whose column (row) exponents spread widely: a product the machine's
