@@ -345,11 +345,13 @@ class _Accurate:
         ``ratio > 1`` leaves the decision."""
         return workspace(self.xp).take("ratios", (self.b, self.m, self.n))
 
-    def workspace_plane(self, name: str, g: int):
-        """Plane ``g`` of the workspace's (b, m n) FP64 buffer ``name``: memory for one
-        slice's refinement (its block's ``G'`` or ``U'``, at most m n entries), alive
-        with the decision, whose pages repeated calls reuse."""
-        return workspace(self.xp).take(name, (self.b, self.m * self.n))[g]
+    @cached_property
+    def refined_planes(self):
+        """(b, 2, m n) FP64 memory for the refinements: slice ``g``'s block's ``G'`` and
+        ``U'`` (at most m n entries each) in ``[g, 0]`` and ``[g, 1]``, alive with the
+        decision. In the thread's workspace (one buffer a decision, like :attr:`ratios`),
+        so repeated calls fault in no new pages."""
+        return workspace(self.xp).take("refined", (self.b, 2, self.m * self.n))
 
     def evaluate(self, counts, g=None, **kw) -> certify.Certificate:
         """The certificate at ``counts`` (of slice ``g`` alone when given)."""
@@ -397,8 +399,7 @@ class _Accurate:
         ref = certify.refinement(self.opts.backend, A_g, B_g, rows, cols,
                                  _lines(self.la, g, self.b), _lines(self.lb, g, self.b),
                                  self.k, self.rF[g], self.cF[g], self.nA[g], self.nB[g],
-                                 out=tuple(self.workspace_plane(name, g)
-                                           for name in ("refined_G", "refined_U")))
+                                 out=tuple(self.refined_planes[g]))
         refines[g] = ref
         self.gemms += ref.gemms
         self.refined = (self.refined[0] + nr, self.refined[1] + nc)
