@@ -384,7 +384,7 @@ class _Accurate:
         costs less than the extra moduli (or always, for an explicit count)."""
         reduce, count0, m, n = self.reduce, self.count0, self.m, self.n
         ratio = self.ratios[g:g + 1]
-        coarse = [count0, self.evaluate(np.array([count0]), g, ratio=ratio), ratio]
+        coarse = [count0, self.evaluate(np.array([count0]), g, ratio=ratio)]
         fail = ratio[0] > 1
         rows = np.flatnonzero(reduce.row_any(fail.any(axis=1)))
         cols = np.flatnonzero(reduce.col_any(fail.any(axis=0)))
@@ -408,13 +408,12 @@ class _Accurate:
         def final(counts, probe=False):
             count = int(counts[0])
             if coarse and coarse[0] == count:  # the coarse step at count0, formed above
-                _, c, r1 = coarse
-            else:  # the plane of the step before is read no more: overwritten whole
-                r1 = ratio
-                c = self.evaluate(counts, g, ratio=r1)
+                c = coarse[1]
+            else:  # the slice's plane: the step before is read no more, overwritten whole
+                c = self.evaluate(counts, g, ratio=ratio)
             coarse.clear()
             plan = crt_plan(scheme, count)
-            top, fails = ref.certify(c.sigma[0], c.tau[0], e[g], f[g], plan, r1[0])
+            top, fails = ref.certify(c.sigma[0], c.tau[0], e[g], f[g], plan, ratio[0])
             c.max_ratio[0], c.uncertified[0] = reduce.max(top), reduce.sum(fails)
             self.last[g] = count
             return c
