@@ -206,6 +206,40 @@ def check_slices(A, B, **kw):
     return C, info, infos
 
 
+@pytest.mark.parametrize("scheme,engine", [("fp64", "cpu-blas"), ("int8", "cpu-blas"),
+                                           ("int8", "cpu-onednn"), ("int7", "cpu-onednn")])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("batch", [(), (3,)])
+def test_products_in_the_results_memory_change_no_bit(scheme, engine, mode, batch, rng,
+                                                      monkeypatch):
+    """A piece too large to keep its exact products writes each into its own part of the
+    result before the store pass reduces it (``host`` of
+    :func:`ozaki.core.passes.piece_products`): the bits of the product plane in the
+    workspace, for single products and stacks (one piece a slice), where the INT32
+    products alternate between the two halves of their part."""
+    if engine not in ozaki.available_engines():
+        pytest.skip(f"{engine} is not available here")
+    from ozaki.core import passes
+    given, real = [], passes.piece_products
+
+    def hosted(*args):
+        given.append(args[7] is not None)
+        return real(*args)
+
+    # 8 N m n > 32 MiB: not kept whole; 8 N m k > 8 MiB: one block of columns
+    A = rng.standard_normal(batch + (1000, 200)) * np.exp(rng.standard_normal(batch + (1000, 1)))
+    B = rng.standard_normal(batch + (200, 1000))
+    kw = dict(scheme=scheme, engine=engine, mode=mode, return_info=True)
+    monkeypatch.setattr(passes, "piece_products", hosted)
+    C, info = ozaki.matmul(A, B, **kw)
+    assert given and all(given)  # every piece wrote into the result
+    monkeypatch.setattr(passes, "piece_products", lambda *args: real(*args[:7]))
+    C_ws, info_ws = ozaki.matmul(A, B, **kw)
+    assert np.array_equal(bits(C), bits(C_ws))
+    assert info.num_moduli == info_ws.num_moduli and info.uncertified == info_ws.uncertified
+    assert np.allclose(C, np.matmul(A, B), rtol=1e-12, atol=1e-12 * np.abs(C).max())
+
+
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("count", ["auto", 7])

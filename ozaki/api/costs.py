@@ -65,10 +65,11 @@ def workspace_bytes(m: int, n: int, k: int, *, scheme: str = "fp64",
     (about ``8 N (m k + k n + m n)`` bytes, at most a few tens of MiB); a large
     one holds the residue planes of as many moduli as fit 32 MiB or the bytes of one
     FP64 plane per operand (``m k + k n`` entries: one FP64 plane, or eight int8
-    ones), one product plane (``m n``) and the N
-    modular products as small integers (``N m n`` elements of 1, 2 or 4 bytes for
-    the int8 and int7, fp8 and fp64 schemes): for the fp64 scheme with 6 moduli and
-    ``m = n = k >= 1449``, ``6 n**2`` doubles (the result adds one more). Planes
+    ones) and the N modular products as small integers (``N m n`` elements of 1, 2
+    or 4 bytes for the int8 and int7, fp8 and fp64 schemes); each exact modular
+    product is written into the result's own memory before the store pass reduces
+    it: for the fp64 scheme with 6 moduli and ``m = n = k >= 1449``, ``5 n**2``
+    doubles (the result adds one more). Planes
     and products are FP64 (8 bytes an entry), or on an integer engine of the CPU
     backend (``cpu-onednn``) int8 planes and INT32 products (1 and 4 bytes). A
     wide product with a small ``A`` runs in blocks of columns and needs only a

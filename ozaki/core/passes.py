@@ -141,7 +141,8 @@ def run_piece(pa: Prepared, pb: Prepared, lay: Layout, piece: Piece, plane: np.n
     held = number_types(lay.backend, lay.engine, lay.moduli, lay.k)[1] if raw \
         else residue_dtype(lay.moduli)  # exact products, or their residues
     store = workspace(lay.backend.xp).take("store", shape, held)
-    piece_products(pa, pb, lay, piece, store, sec, raw)
+    whole = not raw and not lay.kind.complex and j1 - j0 == n
+    piece_products(pa, pb, lay, piece, store, sec, raw, plane[lo:hi] if whole else None)
     t2 = time.perf_counter()
     s, t, counts = lay.s[lo:hi], lay.t[lo:hi], lay.counts[lo:hi]
     if lay.kind.complex:  # [Re | Im] residues into the parts of the complex result
@@ -158,12 +159,17 @@ def run_piece(pa: Prepared, pb: Prepared, lay: Layout, piece: Piece, plane: np.n
 
 
 def piece_products(pa: Prepared, pb: Prepared, lay: Layout, piece: Piece, store: np.ndarray,
-                   sec: dict, raw: bool = False) -> None:
+                   sec: dict, raw: bool = False, host: np.ndarray | None = None) -> None:
     """Residues and modular products of a piece, modulus by modulus, into ``store``.
 
     A piece of ``c`` slices and, for a product in column blocks, ``n`` columns of
     ``B`` (``lay.RA`` then holds ``A``'s planes of all the moduli already); with
     ``raw`` the exact products themselves go into ``store`` (FP64), not their residues.
+    ``host``, the piece's own part of the result (C-contiguous, ``c m n`` doubles),
+    receives each modular product before the store pass reduces it: that memory is
+    dead until the piece's CRT writes it (nothing else of the call reads it), so the
+    product plane takes no workspace, and the result's pages are first touched by
+    the first GEMM, as in a native GEMM.
     """
     kind, wide_a, wide_b, RA, k, m = lay.kind, lay.wide_a, lay.wide_b, lay.RA, lay.k, lay.m
     lo, hi = piece.lo, piece.hi
@@ -209,7 +215,9 @@ def piece_products(pa: Prepared, pb: Prepared, lay: Layout, piece: Piece, store:
                 P = complex_product(backend, engine, ra, rb, p)
                 backend.complex_store(*P, p, store[q0 + q], n, bound)
             else:
-                prod = store[q0 + q] if raw else ws.take("prod", (c, m, n), product)
+                prod = store[q0 + q] if raw else (
+                    ws.take("prod", (c, m, n), product) if host is None
+                    else _in_memory_of(host, (c, m, n), product, q0 + q))
                 if wide_b and ra.flags.c_contiguous:  # one wide GEMM: (c m, k) @ (k, n)
                     modular_product(backend, engine, ra.reshape(1, c * m, k), rb, p,
                                     prod.reshape(1, c * m, n))
@@ -225,6 +233,19 @@ def piece_products(pa: Prepared, pb: Prepared, lay: Layout, piece: Piece, store:
                     backend.store(prod, p, store[q0 + q], bound)
             t2 = time.perf_counter()
             sec["products"] += t2 - t1
+
+
+def _in_memory_of(buf: np.ndarray, shape: tuple[int, ...], dtype: np.dtype,
+                  q: int) -> np.ndarray:
+    """A C-contiguous array of ``shape`` and ``dtype`` in the memory of ``buf``
+    (C-contiguous FP64 with at least as many entries), for the ``q``-th product: ``buf``
+    holds ``s = 8 // itemsize`` such arrays side by side (two INT32 products), and
+    product ``q`` takes slot ``q mod s``, so the first ``s`` products touch all of it."""
+    size = int(np.prod(shape))
+    if not buf.flags.c_contiguous or dtype.itemsize > buf.itemsize or size > buf.size:
+        raise AssertionError("the product plane must fit the piece's own result")
+    slot = q % (buf.nbytes // (size * dtype.itemsize))
+    return buf.reshape(-1).view(dtype)[slot * size:(slot + 1) * size].reshape(shape)
 
 
 def reconstruct_piece(backend: Backend, scheme: str, store: np.ndarray, counts: np.ndarray,

@@ -43,13 +43,17 @@ def piece_bytes(c: int, m: int, k: int, w: int, N: int, item: int, kind: Kind = 
     column blocks, ``blocked``) and of ``B`` (``c k w``) of ``plane`` bytes an
     entry, :func:`group_size` moduli at once; the N exact products (``product``
     bytes an entry) when ``8 N c m w`` fits :data:`GROUP_BYTES` (reconstructed
-    from there), else one product plane and the N residues in ``item``-byte
-    integers. Complex products (``k`` the embedding's) always store residues.
+    from there), else the N residues in ``item``-byte integers and one product
+    plane, which a real piece of whole rows keeps in its own part of the result
+    (:func:`ozaki.core.passes.piece_products`), so only a column block's takes
+    workspace. Complex products (``k`` the embedding's) always store residues.
     """
     planes_a = 0 if blocked else c * m * k
     group = group_size(N, planes_a + c * k * w, plane)
     raw = not kind.complex and 8 * N * c * m * w <= GROUP_BYTES
-    store = N * c * m * w * (product if raw else item) + (0 if raw else product * c * m * w)
+    hosted = not kind.complex and not blocked
+    store = N * c * m * w * (product if raw else item) + (
+        0 if raw or hosted else product * c * m * w)
     return int(plane * group * (planes_a + c * k * w) + (plane * N * m * k if blocked else 0)
                + store)
 
