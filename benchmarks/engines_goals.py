@@ -5,8 +5,10 @@ INT32 accumulation through oneDNN) and the fp64 scheme on ``cpu-blas`` (FP64 GEM
 and accurate mode, beside numpy's DGEMM, all timed in rotation in one run (median of the
 rounds after one warm-up call each), on entries ``(U - 1/2) exp(N(0, 1))`` (``--entries
 uniform``: ``U - 1/2``). Prints one JSON line per configuration (time, ratio to numpy,
-moduli, seconds per phase, the share of the "products" phase, the refined block) and the
-int8/fp64 and int7/fp64 ratios per mode, with the instruction set and oneDNN's encodings.
+moduli, seconds per phase, the share of the "products" phase, the refined block; on
+``cpu-onednn`` also ``gemm_share``, the share of the call spent inside oneDNN's GEMM calls
+themselves, in the median round) and the int8/fp64 and int7/fp64 ratios per mode, with
+the instruction set and oneDNN's encodings.
 
 Sizes are ``n`` (square) or ``MxKxN``. ``--configs int8/onednn/accurate`` times only the
 configurations named (numpy's product always): one process per configuration keeps each
@@ -19,6 +21,7 @@ NUMBA_CPU_NAME=haswell``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -49,6 +52,32 @@ def shape_of(text: str) -> tuple[int, int, int]:
     return tuple(dims * 3 if len(dims) == 1 else dims)
 
 
+@contextlib.contextmanager
+def gemm_clock():
+    """Seconds spent inside oneDNN's GEMM calls (``Library.call``) while the block runs,
+    added to the yielded one-element list (nothing where oneDNN is missing)."""
+    spent = [0.0]
+    try:
+        from ozaki.backends.onednn_library import Library
+    except ImportError:  # pragma: no cover - the module ships with ozaki
+        yield spent
+        return
+    call = Library.call
+
+    def timed(self, *args):
+        t0 = time.perf_counter()
+        try:
+            return call(self, *args)
+        finally:
+            spent[0] += time.perf_counter() - t0
+
+    Library.call = timed
+    try:
+        yield spent
+    finally:
+        Library.call = call
+
+
 def run(shape: tuple[int, int, int], rounds: int, only: list[str] | None = None,
         entries: str = "spread") -> list[dict]:
     m, k, n = shape
@@ -64,17 +93,20 @@ def run(shape: tuple[int, int, int], rounds: int, only: list[str] | None = None,
             raise ValueError(f"unknown configurations {unknown}; known: {sorted(cfgs)}")
         cfgs = {c: kw for c, kw in cfgs.items() if c == "numpy" or c in only}
     walls = {k: [] for k in cfgs}
+    gemms = {k: [] for k in cfgs}
     infos = {}
     for kw in cfgs.values():  # warm: compiled passes, workspace, oneDNN's kernels
         A @ B if kw is None else ozaki.dgemm(A, B, **kw)
     for _ in range(rounds):
         for k, kw in cfgs.items():
-            t0 = time.perf_counter()
-            if kw is None:
-                A @ B
-            else:
-                _, infos[k] = ozaki.dgemm(A, B, return_info=True, **kw)
-            walls[k].append(time.perf_counter() - t0)
+            with gemm_clock() as spent:
+                t0 = time.perf_counter()
+                if kw is None:
+                    A @ B
+                else:
+                    _, infos[k] = ozaki.dgemm(A, B, return_info=True, **kw)
+                walls[k].append(time.perf_counter() - t0)
+            gemms[k].append(spent[0])
     med = {k: statistics.median(v) for k, v in walls.items()}
     rows = []
     for k in cfgs:
@@ -85,6 +117,9 @@ def run(shape: tuple[int, int, int], rounds: int, only: list[str] | None = None,
             row.update(num_moduli=infos[k].num_moduli, refined=infos[k].refined_block,
                        share_products=sec["products"] / max(sum(sec.values()), 1e-300),
                        phases={p: round(v, 4) for p, v in sec.items()})
+            if infos[k].engine == "cpu-onednn":  # the median round's time inside oneDNN
+                wall, inside = sorted(zip(walls[k], gemms[k]))[len(walls[k]) // 2]
+                row.update(gemm_share=inside / wall)
         rows.append(row)
     return rows
 

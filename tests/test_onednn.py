@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -659,3 +660,25 @@ def test_workspace_of_the_integer_types(rng):
     # the INT32 (or FP64) product plane the store pass reads lives in the result
     assert ints == N * (m * k + k * n) + N * m * n
     assert floats == 8 * (m * k + k * n) * 4 + N * m * n  # 4 FP64 planes a pass
+
+
+@needs_onednn
+def test_engines_goals_clock_times_onednn_calls_only(rng):
+    """``benchmarks.engines_goals`` reports the share of a call spent inside oneDNN's GEMM
+    calls: its clock counts those calls (none for a ``cpu-blas`` product), stays below
+    the call's wall time, and puts ``Library.call`` back afterwards."""
+    from benchmarks.engines_goals import gemm_clock, run
+    from ozaki.backends.onednn_library import Library
+    A, B = rng.standard_normal((300, 200)), rng.standard_normal((200, 250))
+    call = Library.call
+    with gemm_clock() as spent:
+        t0 = time.perf_counter()
+        ozaki.dgemm(A, B, scheme="int8", engine="cpu-onednn")
+        wall = time.perf_counter() - t0
+    assert Library.call is call and 0.0 < spent[0] < wall
+    with gemm_clock() as none:
+        ozaki.dgemm(A, B, scheme="fp64", engine="cpu-blas")
+    assert none[0] == 0.0
+    rows = run((96, 64, 80), 1, ["int8/onednn/fast", "fp64/blas/fast"])
+    share = {r["config"]: r.get("gemm_share") for r in rows}
+    assert 0.0 < share["int8/onednn/fast"] < 1.0 and share["fp64/blas/fast"] is None
